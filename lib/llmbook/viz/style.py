@@ -53,8 +53,9 @@ def use_book_style() -> None:
     families = ["DejaVu Sans"] + ([CJK_FAMILY] if has_cjk else [])
     matplotlib.rcParams.update(
         {
-            "font.family": "sans-serif",
-            "font.sans-serif": families,
+            # A list of concrete families (not "sans-serif") makes Matplotlib fall back
+            # glyph by glyph: Latin from DejaVu Sans, CJK from Noto Sans CJK SC.
+            "font.family": families,
             "axes.unicode_minus": False,
             "figure.dpi": 100,
             "savefig.dpi": 100,

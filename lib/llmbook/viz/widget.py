@@ -45,7 +45,9 @@ def _as_list(view: View) -> list:
 
 def _to_widget(item: Any) -> widgets.Widget:
     if isinstance(item, Figure):
-        return widgets.Image(value=figure_to_png(item), format="png")
+        # Show the PNG at its own pixel size; the Image widget would otherwise stretch it.
+        width = int(round(item.get_figwidth() * item.dpi))
+        return widgets.Image(value=figure_to_png(item), format="png", layout=widgets.Layout(width=f"{width}px", max_width="100%"))
     if isinstance(item, str):
         return widgets.HTML(value=item)
     if isinstance(item, widgets.Widget):

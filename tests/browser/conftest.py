@@ -1,0 +1,327 @@
+"""Browser tests of the book's widgets: JupyterLab driven by Playwright in headless Chromium.
+
+Each test gets a fresh JupyterLab server on a free loopback port (token auth off, which
+is allowed only here, inside the tests), opens a small fixture notebook, runs all
+cells, moves a named control and compares screenshots of the widget's view.
+
+The fixture ``lab`` offers:
+
+- ``lab.open(path)``: open a notebook (path relative to the repo root), Run All, wait
+  until the kernel is idle and a ``.llmbook-view`` is attached;
+- ``lab.view_png(index=0)``: PNG bytes of the index-th ``.llmbook-view``;
+- ``lab.move_slider(name, steps)``, ``lab.set_slider(name, value)``,
+  ``lab.set_text(name, text)``, ``lab.select(name, label)``, ``lab.toggle(name)``,
+  ``lab.click_option(name, label)``: act on the control with CSS class ``llmbook-ctl-<name>``
+  and wait until the kernel has re-rendered;
+- ``lab.error_text(index=0)``: the text shown in the inline error area;
+- ``lab.save_screenshot(label)``: a full-page PNG in ``tests/browser/screenshots/``.
+
+Chromium is Debian's ``/usr/bin/chromium`` (``apt-get install chromium``); Playwright's
+own browser download is never used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = Path(__file__).resolve().parent / "screenshots"
+CHROMIUM = os.environ.get("LLMBOOK_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+# How long one re-render may take after a control moves (the kernel is single-threaded
+# and the CI machine has two cores).
+RENDER_TIMEOUT_S = 60
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/browser" in str(item.fspath):
+            item.add_marker(pytest.mark.browser)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class JupyterServer:
+    """A JupyterLab server in a private set of config/runtime/workspace folders."""
+
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.tmp = tempfile.mkdtemp(prefix="llmbook-lab-")
+        env = dict(os.environ)
+        for var, sub in (
+            ("JUPYTER_CONFIG_DIR", "config"),
+            ("JUPYTER_RUNTIME_DIR", "runtime"),
+            ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+            ("IPYTHONDIR", "ipython"),
+        ):
+            env[var] = os.path.join(self.tmp, sub)
+        env.pop("JUPYTER_TOKEN", None)
+        # Keep figures and torch single-threaded and predictable inside the kernel.
+        env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+        self.log_path = os.path.join(self.tmp, "server.log")
+        self._log = open(self.log_path, "w")
+        cmd = [
+            sys.executable, "-m", "jupyterlab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            # Token auth is switched off here only: this server lives for one test,
+            # on loopback, in a throw-away config folder.
+            "--IdentityProvider.token=",
+            "--ServerApp.password=",
+            "--ServerApp.disable_check_xsrf=True",
+            f"--ServerApp.root_dir={REPO}",
+            "--LabApp.news_url=",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ]
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited early; log:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(self.url + "/api/status", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"JupyterLab did not answer within 90 s; log:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            return Path(self.log_path).read_text()[-5000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=15)
+            except (subprocess.TimeoutExpired, ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self._log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class Lab:
+    """A JupyterLab page in Chromium, with helpers to drive llmbook widgets."""
+
+    def __init__(self, page, server: JupyterServer, test_name: str) -> None:
+        self.page = page
+        self.server = server
+        self.test_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_name)
+
+    # ------------------------------------------------------------ notebook level
+    def open(self, path: str, timeout_s: float = 240) -> None:
+        if not (REPO / path).exists():
+            raise FileNotFoundError(f"fixture notebook {path} does not exist")
+        page = self.page
+        page.goto(f"{self.server.url}/lab/tree/{path}", wait_until="domcontentloaded")
+        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="attached", timeout=90_000)
+        self._dismiss_toasts()
+        self.wait_idle(timeout_s=90)
+        self._run_all()
+        page.wait_for_selector(".llmbook-view", state="attached", timeout=timeout_s * 1000)
+        self.wait_idle(timeout_s=timeout_s)
+        self._dismiss_toasts()
+        self._raise_if_cell_error()
+
+    def _run_all(self) -> None:
+        page = self.page
+        page.locator(".jp-NotebookPanel").first.click(position={"x": 5, "y": 5}, force=True)
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        # Give the kernel a moment to turn busy before waiting for idle.
+        page.wait_for_timeout(1000)
+
+    def _dismiss_toasts(self) -> None:
+        # JupyterLab asks once whether to fetch "official Jupyter news"; answer no.
+        for label in ("No", "Dismiss"):
+            buttons = self.page.locator(".Toastify__toast button", has_text=re.compile(rf"^{label}$"))
+            for i in range(buttons.count()):
+                try:
+                    buttons.nth(i).click(timeout=2000)
+                except Exception:
+                    pass
+
+    def kernel_status(self) -> str:
+        """'idle', 'busy', ... as shown by the notebook's kernel status indicator."""
+        return self.page.evaluate(
+            """() => {
+                const el = document.querySelector('.jp-NotebookPanel-toolbar .jp-Notebook-ExecutionIndicator')
+                    || document.querySelector('.jp-Notebook-ExecutionIndicator');
+                if (el) { return (el.getAttribute('data-status') || el.title || el.textContent || '').toLowerCase(); }
+                const bar = document.querySelector('#jp-main-statusbar');
+                return bar ? bar.innerText.toLowerCase() : '';
+            }"""
+        )
+
+    def wait_idle(self, timeout_s: float = 120, settle_ms: int = 800) -> None:
+        """Wait until the kernel has been idle for ``settle_ms`` (no cell queued or running)."""
+        deadline = time.time() + timeout_s
+        idle_since = None
+        while time.time() < deadline:
+            status = self.kernel_status()
+            queued = self.page.locator(".jp-InputArea-prompt", has_text="[*]").count()
+            if "idle" in status and queued == 0:
+                idle_since = idle_since or time.time()
+                if (time.time() - idle_since) * 1000 >= settle_ms:
+                    return
+            else:
+                idle_since = None
+            self.page.wait_for_timeout(200)
+        raise TimeoutError(f"kernel not idle after {timeout_s} s (status {self.kernel_status()!r})")
+
+    def _raise_if_cell_error(self) -> None:
+        errors = self.page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", has_text="Traceback")
+        if errors.count():
+            raise AssertionError("a cell of the fixture notebook raised:\n" + errors.first.inner_text()[:3000])
+
+    # ------------------------------------------------------------ widget level
+    def _control(self, name: str):
+        loc = self.page.locator(f".llmbook-ctl-{name}").first
+        loc.wait_for(state="attached", timeout=30_000)
+        loc.scroll_into_view_if_needed()
+        return loc
+
+    def _after_action(self) -> None:
+        self.page.wait_for_timeout(300)
+        self.wait_idle(timeout_s=RENDER_TIMEOUT_S)
+
+    def move_slider(self, name: str, steps: int) -> None:
+        handle = self._control(name).locator(".noUi-handle").first
+        handle.focus()
+        key = "ArrowRight" if steps > 0 else "ArrowLeft"
+        for _ in range(abs(steps)):
+            handle.press(key)
+        # continuous_update=False sliders send their value on change; blur to be sure.
+        handle.evaluate("e => e.blur()")
+        self._after_action()
+
+    def set_slider(self, name: str, value) -> None:
+        readout = self._control(name).locator(".widget-readout").first
+        readout.click()
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.type(str(value))
+        self.page.keyboard.press("Enter")
+        self._after_action()
+
+    def set_text(self, name: str, text: str) -> None:
+        box = self._control(name).locator("input, textarea").first
+        box.fill(text)
+        tag = box.evaluate("e => e.tagName")
+        if tag == "INPUT":
+            box.press("Enter")
+        box.evaluate("e => e.blur()")
+        self._after_action()
+
+    def select(self, name: str, label: str) -> None:
+        self._control(name).locator("select").first.select_option(label=label)
+        self._after_action()
+
+    def toggle(self, name: str) -> None:
+        ctl = self._control(name)
+        checkbox = ctl.locator("input[type=checkbox]")
+        (checkbox.first if checkbox.count() else ctl).click()
+        self._after_action()
+
+    def click_option(self, name: str, label: str) -> None:
+        self._control(name).locator("button", has_text=label).first.click()
+        self._after_action()
+
+    # ------------------------------------------------------------ reading the view
+    def view_png(self, index: int = 0) -> bytes:
+        view = self.page.locator(".llmbook-view").nth(index)
+        view.wait_for(state="attached", timeout=30_000)
+        view.scroll_into_view_if_needed()
+        # Images inside the view decode asynchronously: wait until all have loaded.
+        self.page.wait_for_function(
+            """(i) => { const v = document.querySelectorAll('.llmbook-view')[i];
+                        return v && [...v.querySelectorAll('img')].every(img => img.complete && img.naturalWidth > 0); }""",
+            arg=index,
+            timeout=30_000,
+        )
+        return view.screenshot()
+
+    def error_text(self, index: int = 0) -> str:
+        return self.page.locator(".llmbook-error").nth(index).inner_text()
+
+    def save_screenshot(self, label: str) -> Path:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        path = SHOTS / f"{self.test_name}__{label}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: install Debian's chromium (apt-get install chromium) "
+            "or set LLMBOOK_CHROMIUM to a Chromium binary"
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def lab(browser, request):
+    server = JupyterServer()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    driver = Lab(page, server, request.node.name)
+    try:
+        yield driver
+    except Exception:
+        raise
+    finally:
+        if getattr(request.node, "rep_call_failed", False):
+            try:
+                driver.save_screenshot("FAILED")
+            except Exception:
+                pass
+        context.close()
+        server.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "call" and rep.failed:
+        item.rep_call_failed = True
