@@ -1,0 +1,361 @@
+"""The interface every tokenizer in the book shares, and the checks they all use.
+
+A tokenizer turns a string into a list of integer ids and back. Every tokenizer in
+``llmbook.tokenizers`` subclasses :class:`Tokenizer` and so offers the same calls:
+
+=================================  ====================================================
+``Cls.train(text, vocab_size)``    classmethod: learn a vocabulary from ``text``, return
+                                   a new tokenizer (keyword options per class)
+``tok.encode(text)``               ``list[int]``; ``allowed_special`` lets special tokens
+                                   such as ``<|endoftext|>`` through as one id each
+``tok.decode(ids)``                ``str``; an id outside the vocabulary -> ValueError
+``tok.tokenize(text)``             ``list[str]``: the pieces ``encode`` produces
+``tok.vocab_size``                 number of ids, special tokens included
+``tok.special_tokens``             ``dict[str, int]``
+``tok.save(path)``                 plain JSON, written atomically (never pickle)
+``Tokenizer.load(path)``           reads any saved tokenizer back (or ``Cls.load``)
+=================================  ====================================================
+
+A subclass implements four things: ``train`` (a classmethod), ``_encode_ordinary(text)``
+for text without special tokens, ``_decode_ordinary(ids)`` and ``_token_str(id)``, plus
+``_state()`` / ``_from_state(state)`` for saving, and ``_base_vocab_size`` (ids below
+it are ordinary; special tokens sit at or above it unless a loaded vocabulary places
+them elsewhere).
+
+Special tokens. ``encode(text)`` treats text that looks like a special token as
+ordinary text (as tiktoken's ``encode_ordinary`` does), so a user's input can never
+inject a control token by accident; ``encode(text, allowed_special="all")`` or a set of
+names turns those substrings into their special ids.
+
+Left out: batching, padding and truncation (chapter 4 adds what the models need), and
+offsets back into the original string.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar, Iterable, Sequence
+
+import regex
+
+__all__ = [
+    "Tokenizer",
+    "check_text",
+    "check_training_text",
+    "check_vocab_size",
+    "check_ids",
+    "check_special_tokens",
+    "write_json_atomic",
+]
+
+_FORMAT_VERSION = 1
+
+
+# ---------------------------------------------------------------- shared checks
+
+
+def check_text(text: Any, name: str = "text") -> str:
+    """Return ``text`` if it is a ``str``; otherwise raise a TypeError naming ``name``.
+
+    >>> check_text("hi")
+    'hi'
+    >>> check_text(b"hi")
+    Traceback (most recent call last):
+    ...
+    TypeError: text must be a str, got bytes
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+    return text
+
+
+def check_training_text(text: Any, name: str = "text") -> str:
+    """Like :func:`check_text`, and also refuse an empty training text.
+
+    >>> check_training_text("")
+    Traceback (most recent call last):
+    ...
+    ValueError: text is empty: a tokenizer cannot be trained on ''
+    """
+    check_text(text, name)
+    if not text:
+        raise ValueError(f"{name} is empty: a tokenizer cannot be trained on ''")
+    return text
+
+
+def check_vocab_size(vocab_size: Any, minimum: int, why: str = "", name: str = "vocab_size") -> int:
+    """Return ``vocab_size`` if it is an int >= ``minimum``; else a clear error.
+
+    >>> check_vocab_size(300, 256)
+    300
+    >>> check_vocab_size(100, 256, "the 256 byte tokens")
+    Traceback (most recent call last):
+    ...
+    ValueError: vocab_size=100 is below the minimum 256 (the 256 byte tokens)
+    """
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise TypeError(f"{name} must be an int, got {type(vocab_size).__name__}")
+    if vocab_size < minimum:
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"{name}={vocab_size} is below the minimum {minimum}{reason}")
+    return vocab_size
+
+
+def check_ids(ids: Any, vocab_size: int, valid: "set[int] | None" = None, name: str = "ids") -> list[int]:
+    """Return ``ids`` as a list of ints, each in ``range(vocab_size)`` (or in ``valid``).
+
+    >>> check_ids([1, 2], 5)
+    [1, 2]
+    >>> check_ids([1, 7], 5)
+    Traceback (most recent call last):
+    ...
+    ValueError: ids contains unknown id 7 (valid ids are 0..4)
+    """
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        raise TypeError(f"{name} must be a sequence of ints, got {type(ids).__name__}")
+    out = []
+    for i in ids:
+        # Tensors and numpy scalars convert with int(); floats and strings do not.
+        if isinstance(i, bool) or not hasattr(i, "__index__"):
+            raise TypeError(f"{name} must contain ints, got {type(i).__name__} {i!r}")
+        i = int(i)
+        ok = (i in valid) if valid is not None else (0 <= i < vocab_size)
+        if not ok:
+            raise ValueError(f"{name} contains unknown id {i} (valid ids are 0..{vocab_size - 1})")
+        out.append(i)
+    return out
+
+
+def check_special_tokens(special_tokens: Any, first_id: int | None = None) -> dict[str, int]:
+    """Normalise special tokens to ``{text: id}``.
+
+    A list of strings gets consecutive ids from ``first_id``; a dict is taken as is.
+
+    >>> check_special_tokens(["<|endoftext|>"], first_id=300)
+    {'<|endoftext|>': 300}
+    """
+    if special_tokens is None:
+        return {}
+    if isinstance(special_tokens, dict):
+        items = list(special_tokens.items())
+    elif isinstance(special_tokens, (list, tuple)):
+        if first_id is None:
+            raise ValueError("special_tokens given as a list needs first_id")
+        items = [(s, first_id + k) for k, s in enumerate(special_tokens)]
+    else:
+        raise TypeError(f"special_tokens must be a list of str or a dict str->int, got {type(special_tokens).__name__}")
+    out: dict[str, int] = {}
+    for s, i in items:
+        if not isinstance(s, str) or not s:
+            raise ValueError(f"special_tokens: each token must be a non-empty str, got {s!r}")
+        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+            raise ValueError(f"special_tokens: id of {s!r} must be an int >= 0, got {i!r}")
+        out[s] = i
+    if len(set(out.values())) != len(out):
+        raise ValueError(f"special_tokens: two tokens share an id in {out}")
+    return out
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
+    """Write ``obj`` as UTF-8 JSON to ``path`` via a temporary file and ``os.replace``.
+
+    A crash mid-write leaves the old file (or none), never a half-written one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(obj, f, ensure_ascii=False)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# ---------------------------------------------------------------- the interface
+
+
+class Tokenizer(ABC):
+    """Abstract tokenizer: the interface shared by every tokenizer in the book.
+
+    Subclasses register themselves by class name, so :meth:`Tokenizer.load` can read
+    any saved tokenizer back without being told its class.
+    """
+
+    _registry: ClassVar[dict[str, type["Tokenizer"]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        Tokenizer._registry[cls.__name__] = cls
+
+    def __init__(self, special_tokens: "dict[str, int] | Sequence[str] | None" = None) -> None:
+        self.special_tokens: dict[str, int] = check_special_tokens(special_tokens, first_id=self._base_vocab_size)
+        for s, i in self.special_tokens.items():
+            if i < self._base_vocab_size and not self._special_may_overlap():
+                raise ValueError(f"special token {s!r} has id {i}, which an ordinary token already uses")
+        self._inverse_special = {i: s for s, i in self.special_tokens.items()}
+        self._special_re = None
+        if self.special_tokens:
+            # Longest first, so that '<|a|>x' is not cut at a shorter special '<|a|>' prefix.
+            alts = sorted(self.special_tokens, key=len, reverse=True)
+            self._special_re = regex.compile("(" + "|".join(regex.escape(s) for s in alts) + ")")
+
+    # -- what a subclass provides -------------------------------------------------
+
+    @classmethod
+    @abstractmethod
+    def train(cls, text: str, vocab_size: int, **options: Any) -> "Tokenizer":
+        """Learn a vocabulary of ``vocab_size`` ids (special tokens included) from ``text``."""
+
+    @property
+    @abstractmethod
+    def _base_vocab_size(self) -> int:
+        """Number of ordinary ids (0..n-1); special tokens take ids from here on."""
+
+    @abstractmethod
+    def _encode_ordinary(self, text: str) -> list[int]:
+        """Encode text that contains no special tokens."""
+
+    @abstractmethod
+    def _decode_ordinary(self, ids: list[int]) -> str:
+        """Decode ordinary ids (already checked to be in range)."""
+
+    @abstractmethod
+    def _token_str(self, id: int) -> str:
+        """Readable form of one ordinary id (used by ``tokenize``)."""
+
+    @abstractmethod
+    def _state(self) -> dict[str, Any]:
+        """Everything needed to rebuild the tokenizer, as JSON-able values."""
+
+    @classmethod
+    @abstractmethod
+    def _from_state(cls, state: dict[str, Any], special_tokens: dict[str, int]) -> "Tokenizer":
+        """Inverse of :meth:`_state`."""
+
+    def _special_may_overlap(self) -> bool:
+        """True if a loaded vocabulary places special tokens among the ordinary ids."""
+        return False
+
+    # -- the shared calls ---------------------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids the tokenizer can produce, special tokens included."""
+        top = max(self.special_tokens.values(), default=-1) + 1
+        return max(self._base_vocab_size, top)
+
+    def encode(self, text: str, allowed_special: "str | Iterable[str]" = ()) -> list[int]:
+        """Encode ``text`` to ids.
+
+        ``allowed_special``: ``"all"`` or an iterable of special-token strings that are
+        turned into their ids; any other special-looking text is encoded as ordinary text.
+        """
+        check_text(text)
+        allowed = self._allowed(allowed_special)
+        if not allowed or self._special_re is None:
+            return self._encode_ordinary(text)
+        ids: list[int] = []
+        start = 0
+        for m in self._special_re.finditer(text):
+            if m.group(0) not in allowed:
+                continue
+            ids.extend(self._encode_ordinary(text[start : m.start()]))
+            ids.append(self.special_tokens[m.group(0)])
+            start = m.end()
+        ids.extend(self._encode_ordinary(text[start:]))
+        return ids
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode ``text`` treating every substring as ordinary text (no special ids)."""
+        return self._encode_ordinary(check_text(text))
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Turn ids back into a string; an id the tokenizer does not know -> ValueError."""
+        valid = set(range(self._base_vocab_size)) | set(self._inverse_special) if self._inverse_special else None
+        ids = check_ids(ids, self.vocab_size, valid=valid)
+        out: list[str] = []
+        run: list[int] = []
+        for i in ids:
+            if i in self._inverse_special:
+                if run:
+                    out.append(self._decode_ordinary(run))
+                    run = []
+                out.append(self._inverse_special[i])
+            else:
+                run.append(i)
+        if run:
+            out.append(self._decode_ordinary(run))
+        return "".join(out)
+
+    def tokenize(self, text: str, allowed_special: "str | Iterable[str]" = ()) -> list[str]:
+        """The pieces ``encode`` cuts ``text`` into, as readable strings."""
+        return [self.id_to_token(i) for i in self.encode(text, allowed_special=allowed_special)]
+
+    def id_to_token(self, id: int) -> str:
+        """Readable form of one id (a special token's own text for special ids)."""
+        (id,) = check_ids([id], self.vocab_size, name="id")
+        if id in self._inverse_special:
+            return self._inverse_special[id]
+        return self._token_str(id)
+
+    def _allowed(self, allowed_special: "str | Iterable[str]") -> set[str]:
+        if allowed_special == "all":
+            return set(self.special_tokens)
+        if isinstance(allowed_special, str):
+            raise TypeError("allowed_special must be 'all' or an iterable of special-token strings")
+        allowed = set(allowed_special)
+        unknown = allowed - set(self.special_tokens)
+        if unknown:
+            raise ValueError(f"allowed_special names tokens that are not special tokens: {sorted(unknown)}")
+        return allowed
+
+    # -- saving -------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the tokenizer as plain JSON (atomic: temporary file + rename)."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        write_json_atomic(
+            path,
+            {
+                "format": "llmbook-tokenizer",
+                "version": _FORMAT_VERSION,
+                "class": type(self).__name__,
+                "special_tokens": self.special_tokens,
+                "state": self._state(),
+            },
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Tokenizer":
+        """Read a tokenizer written by :meth:`save`; a damaged file -> ValueError."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        try:
+            obj = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path} is not a saved llmbook tokenizer (not valid JSON: {exc})") from None
+        if not isinstance(obj, dict) or obj.get("format") != "llmbook-tokenizer":
+            raise ValueError(f"{path} is not a saved llmbook tokenizer (no 'format': 'llmbook-tokenizer')")
+        if obj.get("version") != _FORMAT_VERSION:
+            raise ValueError(f"{path} has format version {obj.get('version')!r}; this code reads {_FORMAT_VERSION}")
+        name = obj.get("class")
+        target = Tokenizer._registry.get(name)
+        if target is None:
+            raise ValueError(f"{path} holds a {name!r}, which is not a known tokenizer class")
+        if cls is not Tokenizer and not issubclass(target, cls):
+            raise ValueError(f"{path} holds a {name}, not a {cls.__name__}")
+        try:
+            return target._from_state(obj["state"], check_special_tokens(obj.get("special_tokens") or {}))
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ValueError(f"{path} is damaged: {type(exc).__name__}: {exc}") from None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(vocab_size={self.vocab_size}, special_tokens={len(self.special_tokens)})"
