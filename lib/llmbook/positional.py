@@ -1,0 +1,243 @@
+"""Telling a Transformer where each token is: sinusoidal, learned and rotary positions.
+
+Attention is a weighted sum over a *set*: permute the inputs and the outputs permute
+the same way. A position signal breaks that symmetry.
+
+Covers
+------
+- ``sinusoidal_encoding`` / ``SinusoidalPositionalEncoding``: the fixed table of
+  Vaswani et al. (2017), "Attention Is All You Need", section 3.5,
+  PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(pos / base^(2i/d)),
+  added to the (scaled) token embeddings: x_t = v_t + p_t.
+- ``LearnedPositionalEmbedding``: one trained vector per position, GPT-1's choice
+  (Radford et al., 2018); it knows nothing about positions past its table.
+- ``rope_cache`` / ``apply_rope``: rotary position embedding, RoPE (Su et al., 2021,
+  "RoFormer", arXiv:2104.09864), as LLaMA uses it: rotate each query and key so that
+  q_m . k_n depends only on m - n. The layout is the "rotate-half" one of GPT-NeoX and
+  Hugging Face's LLaMA (dimension j is paired with j + head_dim/2, not with j + 1), so
+  that real LLaMA checkpoints (chapter 8, SmolLM2 with base 100000) load unchanged.
+
+Leaves out
+----------
+Relative position biases (T5, ALiBi) and RoPE scaling for long context (NTK, YaRN).
+
+Shapes: B batch, T sequence length, D = d_model, H heads, hd = head_dim.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = [
+    "sinusoidal_encoding",
+    "SinusoidalPositionalEncoding",
+    "LearnedPositionalEmbedding",
+    "rope_inv_freq",
+    "rope_cache",
+    "rotate_half",
+    "apply_rope",
+]
+
+
+def _check_positive_int(name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+    return value
+
+
+def _check_base(base: object) -> float:
+    if not isinstance(base, (int, float)) or isinstance(base, bool):
+        raise TypeError(f"base must be a number, got {type(base).__name__}")
+    if not base > 1.0:
+        raise ValueError(f"base must be greater than 1, got {base}")
+    return float(base)
+
+
+def _check_even(name: str, value: int) -> int:
+    if value % 2:
+        raise ValueError(f"{name} must be even (sines and cosines come in pairs), got {value}")
+    return value
+
+
+def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """The fixed sinusoidal table, shape (n_positions, d_model), float32.
+
+    Column 2i holds sin(pos * w_i) and column 2i+1 holds cos(pos * w_i), with
+    w_i = base^(-2i/d_model): the paper's interleaving. The frequencies fall
+    geometrically from 1 (wavelength 2*pi) towards 1/base (wavelength base*2*pi).
+
+    >>> pe = sinusoidal_encoding(3, 4)
+    >>> pe.shape
+    torch.Size([3, 4])
+    >>> [round(v, 4) for v in pe[1].tolist()]   # sin 1, cos 1, sin 0.01, cos 0.01
+    [0.8415, 0.5403, 0.01, 0.9999]
+    """
+    _check_positive_int("n_positions", n_positions)
+    _check_even("d_model", _check_positive_int("d_model", d_model))
+    base = _check_base(base)
+    # Computed in float64 and rounded once, so the table does not depend on the
+    # order of float32 operations (and equals the closed form to ~1e-7).
+    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (P, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (D/2,)
+    omega = base ** (-two_i / d_model)  # (D/2,) angular frequencies
+    angles = pos * omega  # (P, D/2)
+    pe = torch.empty(n_positions, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angles)
+    pe[:, 1::2] = torch.cos(angles)
+    return pe.to(torch.float32)
+
+
+class SinusoidalPositionalEncoding(nn.Module):
+    """Add the sinusoidal table to a batch of embeddings, then apply dropout.
+
+    The table is a buffer (saved with the model, not trained). ``forward(x)`` takes
+    x of shape (B, T, d_model) and returns x + PE[:T].
+
+    >>> pe = SinusoidalPositionalEncoding(8, max_len=16)
+    >>> pe(torch.zeros(1, 3, 8))[0, 1, :2]
+    tensor([0.8415, 0.5403])
+    """
+
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0, base: float = 10000.0):
+        super().__init__()
+        self.d_model = _check_positive_int("d_model", d_model)
+        self.max_len = _check_positive_int("max_len", max_len)
+        if not 0.0 <= float(dropout) < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.dropout = nn.Dropout(float(dropout))
+        # persistent=False: the table is a function of (max_len, d_model, base), so it
+        # is rebuilt rather than stored in checkpoints.
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape (B, T, {self.d_model}), got {tuple(x.shape)}")
+        T = x.shape[1]
+        if T > self.max_len:
+            raise ValueError(f"sequence length T={T} exceeds max_len={self.max_len} of the positional table")
+        return self.dropout(x + self.pe[:T].to(x.dtype))  # (B, T, D)
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """One trained vector per position (GPT-1): ``forward(x)`` returns x + P[:T].
+
+    Positions past ``max_len`` have no vector; asking for them is an error rather than
+    a silent wrap-around.
+
+    >>> lpe = LearnedPositionalEmbedding(4, max_len=3)
+    >>> lpe(torch.zeros(2, 3, 4)).shape
+    torch.Size([2, 3, 4])
+    """
+
+    def __init__(self, d_model: int, max_len: int, dropout: float = 0.0, init_std: float = 0.02):
+        super().__init__()
+        self.d_model = _check_positive_int("d_model", d_model)
+        self.max_len = _check_positive_int("max_len", max_len)
+        if not 0.0 <= float(dropout) < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.dropout = nn.Dropout(float(dropout))
+        self.weight = nn.Parameter(torch.randn(max_len, d_model) * init_std)  # (max_len, D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape (B, T, {self.d_model}), got {tuple(x.shape)}")
+        T = x.shape[1]
+        if T > self.max_len:
+            raise ValueError(
+                f"sequence length T={T} exceeds max_len={self.max_len}: a learned table has no "
+                "vector for positions it was never given"
+            )
+        return self.dropout(x + self.weight[:T].to(x.dtype))
+
+
+def rope_inv_freq(head_dim: int, base: float = 10000.0, device: torch.device | str | None = None) -> torch.Tensor:
+    """RoPE's angular frequencies base^(-2i/head_dim), i = 0 .. head_dim/2 - 1, float32.
+
+    Computed exactly as Hugging Face's LLaMA does (integer arange cast to float32), so
+    the angles agree bit for bit.
+
+    >>> rope_inv_freq(4)
+    tensor([1.0000, 0.0100])
+    """
+    _check_even("head_dim", _check_positive_int("head_dim", head_dim))
+    base = _check_base(base)
+    exponents = torch.arange(0, head_dim, 2, dtype=torch.int64, device=device).to(torch.float32) / head_dim
+    return 1.0 / (base**exponents)
+
+
+def rope_cache(
+    T: int,
+    head_dim: int,
+    base: float = 10000.0,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+    offset: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin tables for positions offset .. offset+T-1, each of shape (T, head_dim).
+
+    Rotate-half layout: the angle of frequency i sits in columns i and i + head_dim/2.
+    ``offset`` serves decoding with a KV cache (the new token's absolute position).
+
+    >>> cos, sin = rope_cache(3, 4)
+    >>> cos.shape, sin.shape
+    (torch.Size([3, 4]), torch.Size([3, 4]))
+    >>> [round(v, 4) for v in sin[1].tolist()]    # angles 1 and 0.01, each twice
+    [0.8415, 0.01, 0.8415, 0.01]
+    """
+    _check_positive_int("T", T)
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+    inv_freq = rope_inv_freq(head_dim, base, device=device)  # (hd/2,)
+    pos = torch.arange(offset, offset + T, device=device).to(torch.float32)  # (T,)
+    freqs = pos[:, None] * inv_freq[None, :]  # (T, hd/2)
+    emb = torch.cat((freqs, freqs), dim=-1)  # (T, hd)
+    cos, sin = emb.cos(), emb.sin()
+    if dtype is not None:
+        cos, sin = cos.to(dtype), sin.to(dtype)
+    return cos, sin
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) -> (-x2, x1) on the two halves of the last dimension.
+
+    >>> rotate_half(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    tensor([-3., -4.,  1.,  2.])
+    """
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate queries or keys by their position: x * cos + rotate_half(x) * sin.
+
+    ``x`` has shape (B, H, T, hd); ``cos``/``sin`` come from ``rope_cache`` with shape
+    (T, hd), or (B, T, hd) for per-example positions (they are broadcast over heads,
+    like ``unsqueeze_dim=1`` in Hugging Face's ``apply_rotary_pos_emb``).
+
+    Each pair (x_i, x_{i+hd/2}) is turned by the angle pos * w_i, so it keeps its length:
+
+    >>> x = torch.randn(1, 2, 5, 8)
+    >>> cos, sin = rope_cache(5, 8)
+    >>> torch.allclose(apply_rope(x, cos, sin).norm(dim=-1), x.norm(dim=-1), atol=1e-5)
+    True
+    """
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        raise ValueError(f"x must be a tensor of shape (B, n_heads, T, head_dim), got {getattr(x, 'shape', type(x))}")
+    B, H, T, hd = x.shape
+    _check_even("head_dim", hd)
+    if cos.shape != sin.shape:
+        raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
+    if cos.dim() == 2:
+        if cos.shape != (T, hd):
+            raise ValueError(f"cos must have shape (T, head_dim) = {(T, hd)}, got {tuple(cos.shape)}")
+    elif cos.dim() == 3:
+        if cos.shape[1:] != (T, hd) or cos.shape[0] not in (1, B):
+            raise ValueError(f"cos must have shape (B, T, head_dim) = {(B, T, hd)}, got {tuple(cos.shape)}")
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (B, 1, T, hd): broadcast over heads
+    else:
+        raise ValueError(f"cos must have 2 or 3 dimensions, got shape {tuple(cos.shape)}")
+    return x * cos + rotate_half(x) * sin
