@@ -1,0 +1,423 @@
+"""GPT-1, GPT-2 and GPT-3 as presets of one decoder-only Transformer.
+
+Covers: token + learned position embeddings, a stack of blocks of masked (causal)
+multi-head self-attention and a GELU feed-forward network, Post-LN (GPT-1) or Pre-LN
+with a final LayerNorm (GPT-2, GPT-3), GPT-3's alternating dense / locally banded
+attention, GPT-2 style initialisation (N(0, 0.02), residual projections scaled by
+1/sqrt(2 n_layer)), weight tying between the embedding and the output layer, attention
+weights on request (``return_attention=True``), and generation with a key/value cache.
+
+Leaves out: GPT-3's exact strided sparse kernels (the banded layers here use a dense
+masked kernel, which gives the same numbers at a higher cost), GPT-2's per-layer
+parameter-free tricks such as the vocabulary-size padding, and tensor/pipeline
+parallelism.
+
+Papers: Radford et al. 2018, *Improving Language Understanding by Generative
+Pre-Training* (GPT-1); Radford et al. 2019, *Language Models are Unsupervised Multitask
+Learners* (GPT-2); Brown et al. 2020, *Language Models are Few-Shot Learners* (GPT-3);
+Child et al. 2019, *Generating Long Sequences with Sparse Transformers* (banded
+attention).
+
+Shape legend: B batch, T new positions, S positions attended to (cache + new),
+C = d_model, H = n_head, D = head_dim = C / H, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .sampling import sample_next
+
+__all__ = ["GPTConfig", "GPT", "KVCache", "causal_mask", "GPT3_SIZES"]
+
+
+# name -> (n_layer, d_model, n_head) from Table 2.1 of the GPT-3 paper. The paper lists
+# d_model = 5140 for 13B, which 40 heads of 128 do not divide, and 24 heads of 128 for XL,
+# which is 3072, not 2048. We use 5120 = 40 x 128 and 16 x 128 = 2048: head counts do not
+# change the parameter count, and the widths give the stated sizes.
+GPT3_SIZES: dict[str, tuple[int, int, int]] = {
+    "small": (12, 768, 12),
+    "medium": (24, 1024, 16),
+    "large": (24, 1536, 16),
+    "xl": (24, 2048, 16),
+    "2.7B": (32, 2560, 32),
+    "6.7B": (32, 4096, 32),
+    "13B": (40, 5120, 40),
+    "175B": (96, 12288, 96),
+}
+
+
+@dataclass
+class GPTConfig:
+    """Every size and switch of the model; presets below name the published ones."""
+
+    vocab_size: int = 50257  # tokens in the vocabulary (rows of the embedding)
+    block_size: int = 1024  # context length: positions the model can see at once
+    n_layer: int = 12  # number of Transformer blocks
+    n_head: int = 12  # attention heads per block (must divide d_model)
+    d_model: int = 768  # width of the residual stream
+    d_ff: int = 3072  # inner width of the feed-forward network (4 d_model in all GPTs)
+    dropout: float = 0.0  # residual, embedding and attention dropout (0.1 in GPT-1/2/3 pre-training)
+    bias: bool = True  # biases in Linear layers and LayerNorms (the GPTs all have them)
+    pre_norm: bool = True  # True: Pre-LN (GPT-2/3); False: Post-LN (GPT-1)
+    final_norm: bool = True  # an extra LayerNorm after the last block (added by GPT-2)
+    tie_weights: bool = True  # output layer shares the token embedding matrix
+    sparse_pattern: Optional[str] = None  # None: all dense; "alternating": odd layers locally banded (GPT-3)
+    local_window: int = 256  # width of the band in banded layers (the GPT-3 paper does not give it)
+    layer_norm_eps: float = 1e-5  # epsilon inside LayerNorm
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model", "d_ff", "local_window"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if self.d_model % self.n_head:
+            raise ValueError(f"n_head={self.n_head} must divide d_model={self.d_model}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.sparse_pattern not in (None, "alternating"):
+            raise ValueError(f"sparse_pattern must be None or 'alternating', got {self.sparse_pattern!r}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_head
+
+    def layer_is_banded(self, layer: int) -> bool:
+        """GPT-3 alternates: even layers dense, odd layers locally banded."""
+        return self.sparse_pattern == "alternating" and layer % 2 == 1
+
+    # ------------------------------------------------------------------ presets
+    @classmethod
+    def gpt1(cls, **overrides) -> "GPTConfig":
+        """GPT-1: 12 x 768, 12 heads, FFN 3072, 512 context, 40,478 BPE tokens, Post-LN, ~117M."""
+        base = cls(vocab_size=40478, block_size=512, n_layer=12, n_head=12, d_model=768, d_ff=3072,
+                   dropout=0.1, pre_norm=False, final_norm=False, tie_weights=True)
+        return replace(base, **overrides)
+
+    @classmethod
+    def _gpt2(cls, n_layer: int, d_model: int, n_head: int, overrides: dict) -> "GPTConfig":
+        base = cls(vocab_size=50257, block_size=1024, n_layer=n_layer, n_head=n_head, d_model=d_model,
+                   d_ff=4 * d_model, dropout=0.1, pre_norm=True, final_norm=True, tie_weights=True)
+        return replace(base, **overrides)
+
+    @classmethod
+    def gpt2_small(cls, **overrides) -> "GPTConfig":
+        """GPT-2 small: 12 x 768, 12 heads (124M)."""
+        return cls._gpt2(12, 768, 12, overrides)
+
+    @classmethod
+    def gpt2_medium(cls, **overrides) -> "GPTConfig":
+        """GPT-2 medium: 24 x 1024, 16 heads (355M)."""
+        return cls._gpt2(24, 1024, 16, overrides)
+
+    @classmethod
+    def gpt2_large(cls, **overrides) -> "GPTConfig":
+        """GPT-2 large: 36 x 1280, 20 heads (774M)."""
+        return cls._gpt2(36, 1280, 20, overrides)
+
+    @classmethod
+    def gpt2_xl(cls, **overrides) -> "GPTConfig":
+        """GPT-2 XL: 48 x 1600, 25 heads (1558M)."""
+        return cls._gpt2(48, 1600, 25, overrides)
+
+    @classmethod
+    def gpt3(cls, name: str = "175B", **overrides) -> "GPTConfig":
+        """One of the eight GPT-3 sizes (``GPT3_SIZES``): 2048 context, alternating sparse layers."""
+        if name not in GPT3_SIZES:
+            raise ValueError(f"name must be one of {', '.join(GPT3_SIZES)}, got {name!r}")
+        n_layer, d_model, n_head = GPT3_SIZES[name]
+        base = cls(vocab_size=50257, block_size=2048, n_layer=n_layer, n_head=n_head, d_model=d_model,
+                   d_ff=4 * d_model, dropout=0.0, pre_norm=True, final_norm=True, tie_weights=True,
+                   sparse_pattern="alternating", local_window=256)
+        return replace(base, **overrides)
+
+    @classmethod
+    def baby(cls, vocab_size: int = 65, **overrides) -> "GPTConfig":
+        """nanoGPT's CPU "baby GPT": 4 layers, 4 heads, 128 wide, 64 context (character level)."""
+        base = cls(vocab_size=vocab_size, block_size=64, n_layer=4, n_head=4, d_model=128, d_ff=512,
+                   dropout=0.0, pre_norm=True, final_norm=True, tie_weights=True)
+        return replace(base, **overrides)
+
+
+def causal_mask(n_query: int, n_key: int, offset: int = 0, window: int | None = None,
+                device: torch.device | None = None) -> torch.Tensor:
+    """Boolean (n_query, n_key) mask, True where query i (at absolute position offset + i) may see key j.
+
+    Causal: j <= offset + i. Banded (``window`` set): also j > offset + i - window.
+
+    >>> causal_mask(3, 3).int()
+    tensor([[1, 0, 0],
+            [1, 1, 0],
+            [1, 1, 1]], dtype=torch.int32)
+    >>> causal_mask(3, 3, window=2).int()
+    tensor([[1, 0, 0],
+            [1, 1, 0],
+            [0, 1, 1]], dtype=torch.int32)
+    """
+    for name, value in (("n_query", n_query), ("n_key", n_key), ("offset", offset)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    if window is not None and (not isinstance(window, int) or window < 1):
+        raise ValueError(f"window must be a positive int or None, got {window!r}")
+    i = torch.arange(n_query, device=device).unsqueeze(1) + offset  # (Tq, 1) absolute query positions
+    j = torch.arange(n_key, device=device).unsqueeze(0)  # (1, Tk)
+    mask = j <= i
+    if window is not None:
+        mask &= j > i - window
+    return mask
+
+
+class KVCache:
+    """Keys and values of every layer for the positions seen so far.
+
+    Buffers are allocated once at ``block_size`` length; ``pos`` counts filled slots.
+    A generated sequence longer than ``block_size`` cannot extend the cache (learned
+    position embeddings stop at ``block_size``): ``GPT.generate`` then recomputes the
+    last ``block_size`` tokens each step, exactly as the uncached model does.
+    """
+
+    def __init__(self, config: GPTConfig, batch_size: int, device: torch.device | str = "cpu",
+                 dtype: torch.dtype = torch.float32):
+        if not isinstance(config, GPTConfig):
+            raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        shape = (batch_size, config.n_head, config.block_size, config.head_dim)  # (B, H, block, D)
+        self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.n_layer)]
+        self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.n_layer)]
+        self.block_size = config.block_size
+        self.pos = 0
+
+    def reset(self) -> None:
+        self.pos = 0
+
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store k, v (B, H, T, D) at slots pos..pos+T-1 of ``layer``; return keys/values 0..pos+T-1."""
+        T = k.shape[2]
+        end = self.pos + T
+        if end > self.block_size:
+            raise ValueError(f"the cache holds {self.block_size} positions; {self.pos} filled + {T} new is too many")
+        self.k[layer][:, :, self.pos:end] = k
+        self.v[layer][:, :, self.pos:end] = v
+        return self.k[layer][:, :, :end], self.v[layer][:, :, :end]  # (B, H, S, D)
+
+
+class CausalSelfAttention(nn.Module):
+    """Masked multi-head self-attention with an optional key/value cache."""
+
+    def __init__(self, config: GPTConfig, layer: int):
+        super().__init__()
+        self.n_head, self.head_dim = config.n_head, config.head_dim
+        self.layer = layer
+        self.window = config.local_window if config.layer_is_banded(layer) else None
+        self.c_attn = nn.Linear(config.d_model, 3 * config.d_model, bias=config.bias)  # q, k, v in one matmul
+        self.c_proj = nn.Linear(config.d_model, config.d_model, bias=config.bias)
+        self.c_proj.residual_scaled = True  # GPT-2 init: std / sqrt(2 n_layer)
+        self.dropout = config.dropout
+        self.resid_drop = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, kv_cache: KVCache | None = None,
+                return_attention: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)  # 3 x (B, T, C)
+        q = q.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+        k = k.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+        v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+        offset = 0
+        if kv_cache is not None:
+            offset = kv_cache.pos
+            k, v = kv_cache.append(self.layer, k, v)  # (B, H, S, D), S = offset + T
+        S = k.shape[2]
+        p_drop = self.dropout if self.training else 0.0
+        weights = None
+        if return_attention:
+            # The explicit path: the same arithmetic as the fused kernel, weights kept.
+            mask = causal_mask(T, S, offset, self.window, device=x.device)
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)  # (B, H, T, S)
+            weights = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            y = F.dropout(weights, p_drop, self.training) @ v  # (B, H, T, D)
+        elif self.window is None and offset == 0:
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p_drop, is_causal=True)
+        elif self.window is None and T == 1:
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p_drop)  # one new token sees all cached keys
+        else:
+            mask = causal_mask(T, S, offset, self.window, device=x.device)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C): heads side by side again
+        return self.resid_drop(self.c_proj(y)), weights
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward network: Linear -> GELU -> Linear."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.c_fc = nn.Linear(config.d_model, config.d_ff, bias=config.bias)
+        self.c_proj = nn.Linear(config.d_ff, config.d_model, bias=config.bias)
+        self.c_proj.residual_scaled = True
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # GPT-2 used the tanh approximation of GELU; the exact form differs by < 1e-3.
+        return self.drop(self.c_proj(F.gelu(self.c_fc(x), approximate="tanh")))
+
+
+class Block(nn.Module):
+    """One Transformer block, Pre-LN (GPT-2/3) or Post-LN (GPT-1)."""
+
+    def __init__(self, config: GPTConfig, layer: int):
+        super().__init__()
+        self.pre_norm = config.pre_norm
+        self.ln_1 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps, bias=config.bias)
+        self.attn = CausalSelfAttention(config, layer)
+        self.ln_2 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps, bias=config.bias)
+        self.mlp = MLP(config)
+
+    def forward(self, x: torch.Tensor, kv_cache: KVCache | None = None,
+                return_attention: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if self.pre_norm:
+            a, w = self.attn(self.ln_1(x), kv_cache, return_attention)
+            x = x + a
+            x = x + self.mlp(self.ln_2(x))
+        else:  # GPT-1: normalise after each residual addition
+            a, w = self.attn(x, kv_cache, return_attention)
+            x = self.ln_1(x + a)
+            x = self.ln_2(x + self.mlp(x))
+        return x, w
+
+
+class GPT(nn.Module):
+    """Decoder-only Transformer language model.
+
+    ``forward(idx, targets=None)`` returns ``(logits, loss)``; with
+    ``return_attention=True`` it returns ``(logits, loss, attentions)`` where
+    ``attentions`` is a list with one ``(B, H, T, S)`` tensor per layer. ``loss`` is the
+    mean cross-entropy in nats per token when ``targets`` is given, else ``None``.
+    """
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        if not isinstance(config, GPTConfig):
+            raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.d_model)
+        self.wpe = nn.Embedding(config.block_size, config.d_model)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config, i) for i in range(config.n_layer))
+        self.ln_f = (nn.LayerNorm(config.d_model, eps=config.layer_norm_eps, bias=config.bias)
+                     if config.final_norm else nn.Identity())
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        if config.tie_weights:
+            self.lm_head.weight = self.wte.weight  # one matrix reads tokens in and writes them out
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            std = 0.02
+            if getattr(module, "residual_scaled", False):
+                # Each block adds two outputs to the residual stream; scaling keeps its variance flat with depth.
+                std = 0.02 / math.sqrt(2 * self.config.n_layer)
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_parameters(self, non_embedding: bool = False) -> int:
+        """Number of distinct parameters (tied matrices counted once); optionally without embeddings."""
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            n -= self.wpe.weight.numel() + self.wte.weight.numel()
+            if not self.config.tie_weights:
+                n -= self.lm_head.weight.numel()
+        return n
+
+    def _check_idx(self, idx: torch.Tensor, offset: int) -> None:
+        if not isinstance(idx, torch.Tensor):
+            raise TypeError(f"idx must be a torch.Tensor of token ids, got {type(idx).__name__}")
+        if idx.dim() != 2 or idx.dtype not in (torch.long, torch.int, torch.int32, torch.int64):
+            raise ValueError(f"idx must be a (B, T) integer tensor, got shape {tuple(idx.shape)} dtype {idx.dtype}")
+        if idx.shape[1] < 1:
+            raise ValueError("idx is empty: give at least one token")
+        if offset + idx.shape[1] > self.config.block_size:
+            raise ValueError(f"sequence of {offset + idx.shape[1]} positions is longer than block_size="
+                             f"{self.config.block_size}; crop it (generate() crops prompts for you)")
+        if idx.numel() and not idx.device.type == "meta":
+            lo, hi = int(idx.min()), int(idx.max())
+            if lo < 0 or hi >= self.config.vocab_size:
+                raise ValueError(f"token ids must be in [0, {self.config.vocab_size}), got range [{lo}, {hi}]")
+
+    def hidden_states(self, idx: torch.Tensor, kv_cache: KVCache | None = None,
+                      return_attention: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Final hidden states (B, T, C) after the last block (and final LayerNorm), plus attentions."""
+        offset = kv_cache.pos if kv_cache is not None else 0
+        self._check_idx(idx, offset)
+        T = idx.shape[1]
+        pos = torch.arange(offset, offset + T, device=idx.device)  # (T,) absolute positions
+        x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)
+        attentions = []
+        for block in self.blocks:
+            x, w = block(x, kv_cache, return_attention)
+            if return_attention:
+                attentions.append(w)
+        if kv_cache is not None:
+            kv_cache.pos += T
+        return self.ln_f(x), attentions
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, return_attention: bool = False,
+                kv_cache: KVCache | None = None):
+        x, attentions = self.hidden_states(idx, kv_cache, return_attention)
+        logits = self.lm_head(x)  # (B, T, V)
+        loss = None
+        if targets is not None:
+            if not isinstance(targets, torch.Tensor) or targets.shape != idx.shape:
+                raise ValueError(f"targets must be a tensor of shape {tuple(idx.shape)}")
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.reshape(-1), ignore_index=-1)
+        if return_attention:
+            return logits, loss, attentions
+        return logits, loss
+
+    @torch.no_grad()
+    def generate(self, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
+                 top_p: float | None = None, generator: torch.Generator | None = None,
+                 use_cache: bool = True) -> torch.Tensor:
+        """Extend ``idx`` (B, T) by ``max_new_tokens`` tokens; returns (B, T + max_new_tokens).
+
+        A prompt longer than ``block_size`` is cropped to its last ``block_size`` tokens
+        before the first step (the model cannot see further back); the returned tensor
+        still starts with the full prompt. ``temperature=0`` is greedy decoding. With
+        ``use_cache`` the keys and values of earlier positions are kept, so each step runs
+        the model on one new token; the result is the same as without the cache.
+        """
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
+        sample_next(torch.zeros(1), temperature, top_k, top_p)  # validates the sampling arguments early
+        self._check_idx(idx[:, -self.config.block_size:], 0)
+        was_training = self.training
+        self.eval()
+        bs = self.config.block_size
+        cache = None
+        if use_cache:
+            cache = KVCache(self.config, idx.shape[0], idx.device, self.wte.weight.dtype)
+            logits, _ = self(idx[:, -bs:], kv_cache=cache)
+        for step in range(max_new_tokens):
+            if cache is None:
+                logits, _ = self(idx[:, -bs:])
+            next_id = sample_next(logits[:, -1, :], temperature, top_k, top_p, generator)  # (B,)
+            idx = torch.cat([idx, next_id.unsqueeze(1)], dim=1)
+            if cache is not None and step + 1 < max_new_tokens:
+                if cache.pos < bs:
+                    logits, _ = self(idx[:, -1:], kv_cache=cache)
+                else:  # window full: recompute the last block_size tokens, as the uncached model does
+                    cache.reset()
+                    logits, _ = self(idx[:, -bs:], kv_cache=cache)
+        self.train(was_training)
+        return idx
