@@ -16,6 +16,13 @@ LAB_ARGS ?=
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 PYTEST_ARGS ?=
 
+# Nothing is fetched at run time: models load from installed packages only.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+# Rust tokenizers warn on stderr after a fork; the notebooks' stderr is compared by nbval.
+export TOKENIZERS_PARALLELISM := false
+
 .PHONY: lab test setup test-unit test-notebooks test-browser bench clean-venv
 
 setup: $(STAMP)
