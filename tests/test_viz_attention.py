@@ -1,0 +1,115 @@
+"""Render functions of llmbook.viz.attention, tested without a browser."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from llmbook.viz import figure_to_png  # noqa: E402
+from llmbook.viz.attention import (  # noqa: E402
+    MAX_LABELS,
+    attention_explorer,
+    attention_grid,
+    attention_heatmap,
+    rescale_attention,
+)
+
+
+def _att(L=2, H=3, T=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(H, T, T, generator=g).softmax(-1) for _ in range(L)]
+
+
+def test_heatmap_and_grid_draw():
+    w = _att()[0]
+    toks = list("abcde")
+    fig = attention_heatmap(w[0], toks, title="t")
+    assert fig.axes[0].get_title() == "t" and len(figure_to_png(fig)) > 1000
+    fig = attention_grid(w, toks, title="grid")
+    assert sum(ax.get_visible() and bool(ax.images) for ax in fig.axes) == 3
+    plt.close("all")
+    # cross attention with query tokens
+    fig = attention_heatmap(torch.rand(2, 5), toks, query_tokens=["x", "y"])
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["x", "y"]
+    plt.close(fig)
+
+
+def test_long_inputs_label_at_most_max_labels():
+    T = 300
+    w = torch.rand(T, T).softmax(-1)
+    fig = attention_heatmap(w, [f"t{i}" for i in range(T)])
+    assert len(fig.axes[0].get_xticks()) <= MAX_LABELS
+    plt.close(fig)
+
+
+def test_rescale_identity_sharpen_flatten_causal():
+    w = _att()[0]
+    torch.testing.assert_close(rescale_attention(w, 1.0), w)
+    ent = lambda p: -(p * p.clamp_min(1e-30).log()).sum(-1).mean()  # noqa: E731
+    assert ent(rescale_attention(w, 3.0)) < ent(w) < ent(rescale_attention(w, 0.2))
+    c = rescale_attention(w, 1.0, causal=True)
+    assert (c.triu(1) == 0).all()
+    torch.testing.assert_close(c.sum(-1), torch.ones(3, 5))
+
+
+@pytest.mark.parametrize(
+    "call, exc, word",
+    [
+        (lambda: attention_heatmap(torch.rand(3, 3), ["a", "b"]), ValueError, "tokens"),
+        (lambda: attention_heatmap(torch.rand(3), ["a"]), ValueError, "weights"),
+        (lambda: attention_heatmap("x", ["a"]), TypeError, "weights"),
+        (lambda: attention_heatmap(torch.rand(2, 3), list("abc")), ValueError, "query_tokens"),
+        (lambda: attention_grid(torch.rand(2, 2), ["a", "b"]), ValueError, "weights"),
+        (lambda: attention_heatmap(torch.rand(2, 2), "ab"), TypeError, "tokens"),
+        (lambda: rescale_attention(torch.rand(2, 2), 0.0), ValueError, "scale"),
+        (lambda: rescale_attention(torch.rand(2, 3), 1.0, causal=True), ValueError, "square"),
+        (lambda: rescale_attention(-torch.rand(2, 2)), ValueError, "non-negative"),
+        (lambda: attention_explorer(), ValueError, "attentions"),
+        (lambda: attention_explorer([torch.rand(2, 3)], list("abc")), ValueError, "attentions"),
+        (lambda: attention_explorer(_att(), list("abc")), ValueError, "tokens"),
+        (lambda: attention_explorer(_att(), list("abcde"), layer_names=["x"]), ValueError, "layer_names"),
+    ],
+)
+def test_bad_input_raises_clear_errors(call, exc, word):
+    with pytest.raises(exc, match=word):
+        call()
+    plt.close("all")
+
+
+def test_explorer_fixed_data_controls_change_view():
+    ex = attention_explorer(_att(), list("abcde"))
+    assert set(ex.controls) == {"layer", "head", "causal", "scale"}
+    render = lambda **kw: figure_to_png(ex.render(**{**ex.values(), **kw}))  # noqa: E731
+    base = render()
+    assert render(scale=3.0) != base
+    assert render(causal=True) != base
+    assert render(head="head 1") != base
+    assert render(layer="layer 1") != base
+    ex.controls["head"].value = "head 0"
+    assert ex.last_error is None and len(ex.view.children) == 1
+
+
+def test_explorer_recompute_and_empty_text_error():
+    calls = []
+
+    def recompute(text):
+        calls.append(text)
+        toks = text.split()
+        T = len(toks)
+        return [torch.ones(2, T, T) / T], toks
+
+    ex = attention_explorer(recompute=recompute, text="a b c")
+    assert "text" in ex.controls
+    ex.controls["text"].value = "x y"
+    assert ex.last_error is None
+    ex.controls["text"].value = "   "
+    assert isinstance(ex.last_error, ValueError) and "empty" in str(ex.last_error)
+    assert "empty" in ex.error.value
+    ex.controls["text"].value = "a b c"  # cached: recompute not called again
+    assert calls.count("a b c") == 1 and ex.last_error is None
+    with pytest.raises(ValueError, match="text"):
+        attention_explorer(recompute=recompute, text="")
+    plt.close("all")
