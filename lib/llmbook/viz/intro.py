@@ -1,0 +1,101 @@
+"""Chapter 0's figures: the next-character distribution of a language model.
+
+``next_char_bar`` draws a distribution given as data (characters and probabilities);
+``render_next_char`` asks a fitted :class:`~llmbook.ngram.CharNGramLM` for the
+distribution after a prompt and draws it; ``next_char_explorer`` wires that to a text
+box and a temperature slider. Invisible characters are drawn visibly: a space as
+``␣``, a newline as ``↵``, a tab as ``⇥``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+
+from ..ngram import CharNGramLM
+from .style import PALETTE
+from .widget import Explorer
+
+__all__ = ["visible_char", "next_char_bar", "render_next_char", "next_char_explorer"]
+
+_VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥"}
+
+
+def visible_char(c: str) -> str:
+    """A printable stand-in for whitespace characters.
+
+    >>> [visible_char(c) for c in ["a", " ", "\\n"]]
+    ['a', '␣', '↵']
+    """
+    if not isinstance(c, str):
+        raise TypeError(f"c must be a str, got {type(c).__name__}")
+    return "".join(_VISIBLE.get(ch, ch) for ch in c)
+
+
+def next_char_bar(chars: Sequence[str], probs: Sequence[float] | torch.Tensor, title: str = "", top: int = 20) -> Figure:
+    """Bar chart of the ``top`` most likely next characters, most likely first."""
+    probs = torch.as_tensor(probs, dtype=torch.float64).flatten()
+    if len(chars) != probs.numel():
+        raise ValueError(f"chars and probs must have the same length, got {len(chars)} and {probs.numel()}")
+    if probs.numel() == 0:
+        raise ValueError("chars is empty: nothing to draw")
+    if not isinstance(top, int) or isinstance(top, bool) or top < 1:
+        raise ValueError(f"top must be an int >= 1, got {top!r}")
+    k = min(top, probs.numel())
+    values, idx = torch.topk(probs, k)  # sorted, most likely first
+    labels = [visible_char(chars[i]) for i in idx.tolist()]
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    ax.bar(range(k), values.tolist(), color=PALETTE[0])
+    ax.set_xticks(range(k), labels, fontsize=12)
+    ax.set_xlabel("next character (␣ = space, ↵ = newline)")
+    ax.set_ylabel("probability")
+    ax.set_ylim(0, max(0.05, float(values[0]) * 1.15))
+    shown = float(values.sum())
+    ax.set_title(title, loc="left")
+    ax.text(0.99, 0.95, f"top {k} of {probs.numel()} characters hold {shown:.0%} of the mass",
+            transform=ax.transAxes, ha="right", va="top", fontsize=9, color="0.35")
+    return fig
+
+
+def render_next_char(model: CharNGramLM, prompt: str, temperature: float = 1.0, top: int = 20) -> Figure:
+    """Draw p(next character | prompt) of ``model`` at ``temperature``.
+
+    Raises a ValueError for an empty prompt or one with characters the model never saw
+    (the explorer shows it inline).
+    """
+    if not isinstance(model, CharNGramLM):
+        raise TypeError(f"model must be a CharNGramLM, got {type(model).__name__}")
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+    if not prompt:
+        raise ValueError("the prompt is empty: type at least one character for the model to continue")
+    chars, probs = model.prob_next(prompt, temperature=temperature)
+    history = prompt[-(model.order - 1):] if model.order > 1 else ""
+    tail = visible_char(prompt[-30:])
+    title = (f"p(next | \u201c{'…' if len(prompt) > 30 else ''}{tail}\u201d), T = {temperature:g}\n"
+             f"order-{model.order} model: only \u201c{visible_char(history)}\u201d matters")
+    if math.isclose(temperature, 1.0):
+        title = title.replace(", T = 1", "")
+    return next_char_bar(chars, probs, title=title, top=top)
+
+
+def next_char_explorer(model: CharNGramLM, prompt: str = "ROMEO:\nO", temperature: float = 1.0) -> Explorer:
+    """A text box for the prompt and a temperature slider over ``render_next_char``."""
+    if not isinstance(model, CharNGramLM):
+        raise TypeError(f"model must be a CharNGramLM, got {type(model).__name__}")
+    controls = {
+        "prompt": widgets.Textarea(value=prompt, description="prompt", continuous_update=False,
+                                   layout=widgets.Layout(width="60%", height="4em")),
+        "temperature": widgets.FloatSlider(value=temperature, min=0.1, max=3.0, step=0.1, description="temperature",
+                                           continuous_update=False, readout_format=".1f"),
+    }
+
+    def render(prompt: str, temperature: float) -> Figure:
+        return render_next_char(model, prompt, temperature)
+
+    return Explorer(render, controls, title="Next-character distribution")

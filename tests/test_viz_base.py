@@ -1,0 +1,146 @@
+"""llmbook.viz base without a browser: the Explorer frame, show_static, the CJK font."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import ipywidgets as widgets
+import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib import font_manager
+from matplotlib.figure import Figure
+
+import llmbook.viz as viz
+from llmbook.viz import CJK_FAMILY, Explorer, cjk_font_path, figure_to_png, show_static
+
+
+def _make(calls: list) -> Explorer:
+    def render(n: int, label: str):
+        calls.append((n, label))
+        if n < 0:
+            raise ValueError("n must be >= 0")
+        if label == "html":
+            return f"<p>n = {n}</p>"
+        fig, ax = plt.subplots(figsize=(2, 1.5))
+        ax.plot(range(n + 2))
+        ax.set_title(label)
+        return [fig, f"<i>{label}</i>"]
+
+    return Explorer(
+        render,
+        {"n": widgets.IntSlider(value=1, min=-3, max=5), "label": widgets.Text(value="今天")},
+        title="test explorer",
+    )
+
+
+def test_render_called_with_control_values():
+    calls: list = []
+    ex = _make(calls)
+    assert calls == [(1, "今天")]
+    assert ex.values() == {"n": 1, "label": "今天"}
+    kinds = [type(w).__name__ for w in ex.view.children]
+    assert kinds == ["Image", "HTML"]
+    assert ex.view.children[0].value[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_css_classes_for_the_browser_tests():
+    ex = _make([])
+    assert "llmbook-ctl-n" in ex.controls["n"]._dom_classes
+    assert "llmbook-ctl-label" in ex.controls["label"]._dom_classes
+    assert "llmbook-view" in ex.view._dom_classes
+    assert "llmbook-error" in ex.error._dom_classes
+
+
+def test_control_change_rerenders():
+    calls: list = []
+    ex = _make(calls)
+    before = ex.view.children[0].value
+    ex.controls["n"].value = 4
+    assert calls[-1] == (4, "今天")
+    assert ex.view.children[0].value != before
+    ex.controls["label"].value = "html"
+    assert calls[-1] == (4, "html")
+    assert [type(w).__name__ for w in ex.view.children] == ["HTML"]
+    assert ex.view.children[0].value == "<p>n = 4</p>"
+
+
+def test_render_error_shown_inline_and_last_view_kept():
+    ex = _make([])
+    kept = ex.view.children
+    ex.controls["n"].value = -2  # render raises
+    assert "ValueError" in ex.error.value and "n must be &gt;= 0" in ex.error.value
+    assert isinstance(ex.last_error, ValueError)
+    assert ex.view.children == kept
+    ex.controls["n"].value = 2  # recovers: error cleared, new view
+    assert ex.error.value == "" and ex.last_error is None
+    assert ex.view.children != kept
+
+
+def test_render_returning_wrong_type_is_an_inline_error():
+    ex = Explorer(lambda x: 42, {"x": widgets.IntSlider(value=1)})
+    assert "TypeError" in ex.error.value and "Figure" in ex.error.value
+
+
+def test_explorer_validates_arguments():
+    with pytest.raises(TypeError, match="render"):
+        Explorer("not callable", {"x": widgets.IntSlider()})
+    with pytest.raises(ValueError, match="controls"):
+        Explorer(lambda: None, {})
+
+
+def test_show_static_outputs(monkeypatch):
+    shown = []
+    monkeypatch.setattr("llmbook.viz.widget.display", lambda obj: shown.append(obj))
+    ex = _make([])
+    ex.show_static()
+    assert isinstance(shown[0], Figure)
+    assert type(shown[1]).__name__ == "HTML" and "今天" in shown[1].data
+    shown.clear()
+    show_static(lambda: "<b>hi</b>")
+    assert shown[0].data == "<b>hi</b>"
+    with pytest.raises(TypeError, match="static"):
+        show_static(lambda: 3)
+
+
+def test_figure_to_png_closes_the_figure():
+    fig, ax = plt.subplots()
+    n = len(plt.get_fignums())
+    data = figure_to_png(fig)
+    assert data.startswith(b"\x89PNG") and len(plt.get_fignums()) == n - 1
+
+
+def test_cjk_font_registered_and_has_glyphs():
+    path = cjk_font_path()
+    assert path is not None and os.path.exists(path) and "mplfonts" in path
+    found = font_manager.findfont(font_manager.FontProperties(family=CJK_FAMILY), fallback_to_default=False)
+    assert os.path.samefile(found, path)
+    assert CJK_FAMILY in matplotlib.rcParams["font.family"]
+    # Every character of 今天 is in the font's character map ...
+    from matplotlib.ft2font import FT2Font
+
+    cmap = FT2Font(path).get_charmap()
+    assert all(ord(c) in cmap for c in "今天很好")
+    # ... and drawing it with the book style emits no "Glyph missing" warning.
+    viz.use_book_style()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig, ax = plt.subplots(figsize=(2, 1))
+        ax.set_title("今天 weather")
+        ax.set_xlabel("天气")
+        fig.canvas.draw()
+        plt.close(fig)
+    assert not [w for w in caught if "missing" in str(w.message).lower()]
+
+
+def test_without_cjk_font_latin_fallback_warns():
+    # Control experiment: DejaVu Sans alone has no glyph for 今, so the check above means something.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with matplotlib.rc_context({"font.family": ["DejaVu Sans"]}):
+            fig, ax = plt.subplots(figsize=(2, 1))
+            ax.set_title("今天")
+            fig.canvas.draw()
+            plt.close(fig)
+    assert any("missing" in str(w.message).lower() for w in caught)
