@@ -91,7 +91,7 @@ def next_char_explorer(model: CharNGramLM, prompt: str = "ROMEO:\nO", temperatur
     controls = {
         "prompt": widgets.Textarea(value=prompt, description="prompt", continuous_update=False,
                                    layout=widgets.Layout(width="60%", height="4em")),
-        "temperature": widgets.FloatSlider(value=temperature, min=0.1, max=3.0, step=0.1, description="temperature",
+        "temperature": widgets.FloatSlider(value=temperature, min=0.1, max=3.0, step=0.1, description="temperature", style={"description_width": "initial"},
                                            continuous_update=False, readout_format=".1f"),
     }
 
