@@ -10,6 +10,8 @@ CharTokenizer          char             one id per character seen in training
 ByteTokenizer          byte             one id per UTF-8 byte (256, no training)
 BPETokenizer           bpe              byte pair encoding over characters
 ByteBPETokenizer       byte_bpe         BPE over bytes with a regex split (GPT-2, cl100k)
+Unigram                unigram          unigram language model, EM + pruning (SentencePiece)
+WordPiece              wordpiece        BERT: basic tokenizer + greedy longest match, ``##``
 =====================  ===============  =================================================
 
 Every class is ``Cls.train(text, vocab_size, ...)`` (a classmethod returning a new
@@ -36,6 +38,10 @@ _EXPORTS: dict[str, str] = {
     "GPT2_SPLIT_PATTERN": "byte_bpe",
     "CL100K_SPLIT_PATTERN": "byte_bpe",
     # part B (Unigram, WordPiece) appends its names here
+    "Unigram": "unigram",
+    "UnigramTrainConfig": "unigram",
+    "WordPiece": "wordpiece",
+    "minilm_vocab_path": "wordpiece",
 }
 
 __all__ = list(_EXPORTS)
