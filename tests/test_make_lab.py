@@ -52,12 +52,14 @@ def lab_server(tmp_path):
     log = tmp_path / "lab.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            ["make", "--no-print-directory", "lab", f"LAB_ARGS=--no-browser --ServerApp.port={port} --ServerApp.port_retries=0"],
+            # -o: take the set-up as done (make test has just made it), so only the
+            # lab recipe itself runs here.
+            ["make", "--no-print-directory", "-o", ".venv/.llmbook-installed", "lab", f"LAB_ARGS=--no-browser --ServerApp.port={port} --ServerApp.port_retries=0"],
             cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )
     try:
         token = None
-        deadline = time.time() + 120
+        deadline = time.time() + 180
         while time.time() < deadline and token is None:
             if proc.poll() is not None:
                 pytest.fail(f"make lab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
