@@ -71,17 +71,35 @@ def merge_pair(seq: Sequence[int], pair: Pair, new_id: int) -> list[int]:
     >>> merge_pair([1, 1, 1, 2], (1, 1), 9)
     [9, 1, 2]
     """
+    return _merge_positions(list(seq), pair, new_id)[0]
+
+
+def _merge_positions(seq: list[int], pair: Pair, new_id: int) -> tuple[list[int], list[int]]:
+    """``merge_pair`` that also returns the old start positions of the merged pairs.
+
+    Jumps between occurrences of the left symbol with ``list.index`` and copies the runs
+    in between as slices, so the Python loop runs once per candidate, not per symbol.
+    """
     a, b = pair
     out: list[int] = []
-    i, n = 0, len(seq)
-    while i < n:
-        if i + 1 < n and seq[i] == a and seq[i + 1] == b:
+    starts: list[int] = []
+    n = len(seq)
+    i = 0  # everything before i has been copied to out
+    j = 0  # where to look for the next `a`
+    while True:
+        try:
+            j = seq.index(a, j, n - 1)
+        except ValueError:
+            break
+        if seq[j + 1] == b:
+            out.extend(seq[i:j])
             out.append(new_id)
-            i += 2
+            starts.append(j)
+            i = j = j + 2
         else:
-            out.append(seq[i])
-            i += 1
-    return out
+            j += 1
+    out.extend(seq[i:])
+    return out, starts
 
 
 def count_pairs(words: Iterable[tuple[Sequence[int], int]]) -> Counter:
@@ -154,16 +172,22 @@ def train_merges(
         delta: dict[Pair, int] = defaultdict(int)
         for wi in where.pop(pair, ()):
             seq = seqs[wi]
-            new = merge_pair(seq, pair, new_id)
-            if len(new) == len(seq):
+            new, starts = _merge_positions(seq, pair, new_id)
+            if not starts:
                 continue  # stale membership: an earlier merge removed the pair
             f = freqs[wi]
-            for p in zip(seq, seq[1:]):
-                delta[p] -= f
-            for p in zip(new, new[1:]):
+            # Only pairs that touch a merged position change. Old side: pairs j..j+1 with
+            # j or j+1 in a merged pair; new side: pairs that contain new_id.
+            last = len(seq) - 2
+            old_js = {j for st in starts for j in (st - 1, st, st + 1) if 0 <= j <= last}
+            for j in old_js:
+                delta[(seq[j], seq[j + 1])] -= f
+            last = len(new) - 2
+            new_js = {j for k, st in enumerate(starts) for j in (st - k - 1, st - k) if 0 <= j <= last}
+            for j in new_js:
+                p = (new[j], new[j + 1])
                 delta[p] += f
-                if new_id in p:
-                    where[p].add(wi)
+                where[p].add(wi)
             seqs[wi] = new
         for p, d in delta.items():
             if d == 0:
