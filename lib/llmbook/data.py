@@ -112,7 +112,8 @@ def _build_shakespeare() -> str:
                 speaker, lines = match.group(1).strip(), []
                 continue
             if line.startswith("#") or not line.strip():
-                # A heading or blank line ends the speech; the speaker must be named again.
+                # A heading ends the speech (the speaker must be named again); a blank
+                # line does not (the speech goes on until the next speaker or heading).
                 if line.startswith("#"):
                     flush()
                     speaker, lines = None, []
@@ -202,7 +203,7 @@ def load_text(name: str) -> str:
 
 
 def split_text(text: str, val_fraction: float = 0.1) -> tuple[str, str]:
-    """Cut ``text`` into (train, validation) at the line break nearest ``1 - val_fraction``.
+    """Cut ``text`` into (train, validation) at the last line break before ``1 - val_fraction``.
 
     The split is contiguous (no shuffling), so validation text is unseen running text.
 
