@@ -1,0 +1,458 @@
+"""One training loop for every model in the book.
+
+Covers: AdamW with weight decay on matrices only (not on biases and LayerNorm gains),
+linear warm-up then cosine decay of the learning rate, gradient clipping, gradient
+accumulation, periodic evaluation on fixed validation batches, a tqdm progress bar, an
+optional callback (for a live loss plot), checkpoints written atomically as safetensors
+(model, optimizer state, step, random-number-generator states and history) and an exact
+resume: on the CPU an interrupted and resumed run gives the same losses as an
+uninterrupted one. On a GPU: bf16 autocast, the fused AdamW and fused attention kernels,
+and optional ``torch.compile``. Under ``torchrun`` with an initialised process group the
+model is wrapped in DistributedDataParallel and each process trains on its slice of
+every global batch.
+
+Leaves out: fully sharded data parallelism (FSDP/ZeRO), tensor and pipeline parallelism,
+fp16 loss scaling, and learning-rate finders.
+
+References: Loshchilov & Hutter 2019, *Decoupled Weight Decay Regularization* (AdamW);
+Loshchilov & Hutter 2017, *SGDR* (cosine schedule); Karpathy's nanoGPT ``train.py``.
+
+``get_batch(split, generator) -> (x, y)`` is the only thing ``train`` knows about data:
+``split`` is ``"train"`` or ``"val"`` and ``generator`` is a ``torch.Generator`` the
+loop owns (so its state can be checkpointed and the batch order resumed exactly).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+import torch.nn as nn
+
+__all__ = [
+    "TrainConfig",
+    "TrainResult",
+    "train",
+    "lr_at",
+    "configure_optimizer",
+    "estimate_loss",
+    "random_windows",
+    "save_checkpoint",
+    "load_checkpoint",
+    "LiveLossPlot",
+]
+
+Batch = tuple[torch.Tensor, torch.Tensor]
+GetBatch = Callable[[str, torch.Generator], Batch]
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters of one run; presets name the book's runs."""
+
+    max_steps: int = 2000  # optimizer updates the schedule spans
+    lr: float = 1e-3  # peak learning rate, reached at the end of warm-up
+    min_lr: float = 1e-4  # floor of the cosine decay (reached at max_steps)
+    warmup_steps: int = 100  # linear warm-up from 0 to lr over this many updates
+    weight_decay: float = 0.1  # decoupled decay, applied to matrices (dim >= 2) only
+    beta1: float = 0.9  # Adam momentum
+    beta2: float = 0.99  # Adam second-moment decay (0.99 suits small batches, 0.95 big runs)
+    grad_clip: float = 1.0  # clip the global gradient norm to this (0 disables)
+    grad_accum: int = 1  # micro-batches per update (the update sees grad_accum batches)
+    eval_interval: int = 250  # evaluate every this many updates (and at the end)
+    eval_batches: int = 20  # batches per split in each evaluation
+    seed: int = 1337  # seeds the batch generator and the global RNG (dropout)
+    device: Optional[str] = None  # None: the model's device
+    dtype: str = "float32"  # "float32" or "bfloat16" (autocast; meant for GPUs)
+    compile: bool = False  # wrap the model in torch.compile (GPU runs)
+    progress: bool = True  # tqdm progress bar
+    checkpoint_path: Optional[str] = None  # where to write checkpoints (None: never)
+    checkpoint_interval: int = 0  # also checkpoint every this many updates (0: only at the end)
+    stop_after: Optional[int] = None  # stop after this many updates (the schedule still spans max_steps)
+    max_seconds: Optional[float] = None  # stop once this much wall-clock time has passed
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "grad_accum", "eval_interval", "eval_batches"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        for name in ("warmup_steps", "checkpoint_interval"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {v!r}")
+        if not self.lr > 0 or not 0 <= self.min_lr <= self.lr:
+            raise ValueError(f"need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
+        if self.weight_decay < 0 or self.grad_clip < 0:
+            raise ValueError("weight_decay and grad_clip must be >= 0")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
+        if self.stop_after is not None and self.stop_after < 0:
+            raise ValueError(f"stop_after must be >= 0 or None, got {self.stop_after}")
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise ValueError(f"max_seconds must be > 0 or None, got {self.max_seconds}")
+
+    @classmethod
+    def baby_shakespeare(cls, **overrides) -> "TrainConfig":
+        """nanoGPT's shakespeare_char CPU settings (lr 1e-3, 100 warm-up, decay to 1e-4)."""
+        base = cls(max_steps=2000, lr=1e-3, min_lr=1e-4, warmup_steps=100, weight_decay=0.1, beta2=0.99,
+                   eval_interval=250, eval_batches=20)
+        for k, v in overrides.items():
+            setattr(base, k, v)
+        base.__post_init__()
+        return base
+
+
+@dataclass
+class TrainResult:
+    """What a run did: per-update training losses and the evaluations."""
+
+    step: int = 0  # updates done so far (across resumes)
+    train_losses: list = field(default_factory=list)  # loss of every update, in order
+    evals: list = field(default_factory=list)  # dicts {step, train, val}
+    tokens: int = 0  # training tokens processed (all processes)
+    seconds: float = 0.0  # wall-clock time of this call
+
+    @property
+    def last_val(self) -> float:
+        return self.evals[-1]["val"] if self.evals else float("nan")
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Learning rate for update ``step`` (0-based): linear warm-up, then cosine to ``min_lr``.
+
+    >>> cfg = TrainConfig(max_steps=100, lr=1.0, min_lr=0.0, warmup_steps=10)
+    >>> [round(lr_at(s, cfg), 3) for s in (0, 9, 10, 55, 100)]
+    [0.1, 1.0, 1.0, 0.5, 0.0]
+    """
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    if step >= cfg.max_steps:
+        return cfg.min_lr
+    progress = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
+    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+
+
+def configure_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with two groups: matrices (decayed) and vectors such as biases and gains (not decayed)."""
+    params = {id(p): p for p in model.parameters() if p.requires_grad}  # tied weights once
+    decay = [p for p in params.values() if p.dim() >= 2]
+    no_decay = [p for p in params.values() if p.dim() < 2]
+    fused = all(p.device.type == "cuda" for p in params.values())
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=fused or None,
+    )
+
+
+def random_windows(train_ids: torch.Tensor, val_ids: torch.Tensor, block_size: int, batch_size: int,
+                   device: torch.device | str = "cpu") -> GetBatch:
+    """A ``get_batch`` that cuts ``batch_size`` random windows of ``block_size + 1`` tokens.
+
+    x is the first ``block_size`` tokens of each window, y the same shifted by one.
+
+    >>> gb = random_windows(torch.arange(100), torch.arange(50), block_size=4, batch_size=2)
+    >>> x, y = gb("train", torch.Generator().manual_seed(0))
+    >>> x.shape, bool((y == x + 1).all())
+    (torch.Size([2, 4]), True)
+    """
+    for name, ids in (("train_ids", train_ids), ("val_ids", val_ids)):
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 1:
+            raise TypeError(f"{name} must be a 1-D tensor of token ids")
+        if len(ids) <= block_size:
+            raise ValueError(f"{name} has {len(ids)} tokens, need more than block_size={block_size}")
+    if batch_size < 1 or block_size < 1:
+        raise ValueError(f"batch_size and block_size must be >= 1, got {batch_size}, {block_size}")
+    data = {"train": train_ids.long(), "val": val_ids.long()}
+    offsets = torch.arange(block_size + 1)
+
+    def get_batch(split: str, generator: torch.Generator) -> Batch:
+        if split not in data:
+            raise ValueError(f"split must be 'train' or 'val', got {split!r}")
+        ids = data[split]
+        starts = torch.randint(len(ids) - block_size, (batch_size,), generator=generator)
+        windows = ids[starts.unsqueeze(1) + offsets]  # (B, block_size + 1)
+        return windows[:, :-1].to(device), windows[:, 1:].to(device)
+
+    return get_batch
+
+
+def _loss_of(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = model(x, y)
+    return out[1] if isinstance(out, tuple) else out
+
+
+@torch.no_grad()
+def estimate_loss(model: nn.Module, get_batch: GetBatch, split: str, n_batches: int, seed: int = 0,
+                  autocast: contextlib.AbstractContextManager | None = None) -> float:
+    """Mean loss over ``n_batches`` batches drawn with a fixed seed (the same batches every call)."""
+    was_training = model.training
+    model.eval()
+    g = torch.Generator().manual_seed(seed)
+    total = 0.0
+    for _ in range(n_batches):
+        x, y = get_batch(split, g)
+        with autocast or contextlib.nullcontext():
+            total += float(_loss_of(model, x, y))
+    model.train(was_training)
+    return total / n_batches
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+def _dedup_state(module: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """State dict with tied tensors stored once; returns (tensors, alias -> stored name)."""
+    tensors, seen, aliases = {}, {}, {}
+    for name, t in module.state_dict().items():
+        key = (t.data_ptr(), t.shape, t.dtype) if t.numel() else None
+        if key is not None and key in seen:
+            aliases[name] = seen[key]
+            continue
+        if key is not None:
+            seen[key] = name
+        tensors[name] = t.detach().cpu().contiguous()
+    return tensors, aliases
+
+
+def _write_atomic(path: Path, write: Callable[[str], None]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)  # readers see the old file or the new one, never half of one
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                    state: dict | None = None, meta: dict | None = None) -> None:
+    """Write model (and optionally optimizer) tensors plus JSON metadata to one safetensors file.
+
+    ``state`` holds extra tensors (RNG states); ``meta`` JSON-serialisable values (step,
+    history, model config). Tied weights are stored once. The write is atomic.
+    """
+    from safetensors.torch import save_file
+
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    model_t, aliases = _dedup_state(model)
+    tensors = {f"model.{k}": v for k, v in model_t.items()}
+    info: dict = {"aliases": aliases, "meta": meta or {}}
+    if optimizer is not None:
+        sd = optimizer.state_dict()
+        info["optimizer_groups"] = sd["param_groups"]
+        for pid, st in sd["state"].items():
+            for k, v in st.items():
+                v = v if isinstance(v, torch.Tensor) else torch.tensor(v)
+                tensors[f"optim.{pid}.{k}"] = v.detach().cpu().contiguous()
+    for k, v in (state or {}).items():
+        tensors[f"state.{k}"] = v.detach().cpu().contiguous()
+    metadata = {"llmbook": json.dumps(info)}
+    _write_atomic(Path(path), lambda tmp: save_file(tensors, tmp, metadata=metadata))
+
+
+def load_checkpoint(path: str | os.PathLike, model: nn.Module | None = None,
+                    optimizer: torch.optim.Optimizer | None = None) -> dict:
+    """Read a checkpoint from ``save_checkpoint``; fills ``model``/``optimizer`` if given.
+
+    Returns ``{"meta": ..., "state": {name: tensor}, "model": {name: tensor}}``. A missing
+    or corrupt file raises a clear error naming the path. Nothing is unpickled.
+    """
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            info = json.loads((f.metadata() or {}).get("llmbook", "{}"))
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as err:  # safetensors raises its own error types for truncated/garbled files
+        raise ValueError(f"checkpoint {path} is corrupt or not a safetensors file: {err}") from err
+    model_t = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
+    for alias, name in info.get("aliases", {}).items():
+        model_t[alias] = model_t[name]
+    if model is not None:
+        target = getattr(model, "module", model)  # unwrap DDP
+        target = getattr(target, "_orig_mod", target)  # unwrap torch.compile
+        dev = next(target.parameters()).device
+        target.load_state_dict({k: v.to(dev) for k, v in model_t.items()})
+    if optimizer is not None:
+        if "optimizer_groups" not in info:
+            raise ValueError(f"checkpoint {path} has no optimizer state (it was saved for inference)")
+        state: dict = {}
+        for k, v in tensors.items():
+            if k.startswith("optim."):
+                _, pid, name = k.split(".", 2)
+                state.setdefault(int(pid), {})[name] = v
+        optimizer.load_state_dict({"state": state, "param_groups": info["optimizer_groups"]})
+    return {"meta": info.get("meta", {}), "model": model_t,
+            "state": {k[6:]: v for k, v in tensors.items() if k.startswith("state.")}}
+
+
+# ---------------------------------------------------------------- the loop
+
+
+class LiveLossPlot:
+    """Callback that redraws a loss curve in a notebook at every evaluation."""
+
+    def __init__(self, title: str = "Training loss", every: int = 1):
+        self.title, self.every, self.handle, self.calls = title, every, None, 0
+
+    def __call__(self, result: TrainResult) -> None:
+        self.calls += 1
+        if self.calls % self.every:
+            return
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+
+        fig, ax = plt.subplots(figsize=(6, 3.2))
+        steps = range(1, len(result.train_losses) + 1)
+        ax.plot(steps, result.train_losses, lw=0.8, alpha=0.6, label="train (per update)")
+        if result.evals:
+            ax.plot([e["step"] for e in result.evals], [e["val"] for e in result.evals], "o-", label="validation")
+        ax.set_xlabel("update")
+        ax.set_ylabel("cross-entropy (nats/token)")
+        ax.set_title(self.title)
+        ax.legend()
+        if self.handle is None:
+            self.handle = display(fig, display_id=True)
+        else:
+            self.handle.update(fig)
+        plt.close(fig)
+
+
+def _dist_info() -> tuple[int, int]:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Callable[[TrainResult], None] | None = None,
+          resume: bool = False, meta: dict | None = None) -> TrainResult:
+    """Train ``model`` (whose ``forward(x, y)`` returns ``(logits, loss)``) and return the history.
+
+    With ``resume=True`` and an existing ``cfg.checkpoint_path`` the run continues from
+    it exactly: weights, optimizer moments, step, batch order and dropout RNG are restored.
+    ``callback(result)`` runs after every evaluation. ``meta`` is stored in checkpoints
+    (e.g. the model config and vocabulary, so the file is self-describing).
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    if not callable(get_batch):
+        raise TypeError("get_batch must be callable as get_batch(split, generator)")
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
+    if resume and not cfg.checkpoint_path:
+        raise ValueError("resume=True needs cfg.checkpoint_path")
+    from tqdm.auto import tqdm
+
+    rank, world = _dist_info()
+    device = torch.device(cfg.device) if cfg.device else next(model.parameters()).device
+    model.to(device)
+    torch.manual_seed(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)  # batch order: the same on every process
+    optimizer = configure_optimizer(model, cfg)
+    result = TrainResult()
+    if resume and Path(cfg.checkpoint_path).exists():
+        ck = load_checkpoint(cfg.checkpoint_path, model, optimizer)
+        gen.set_state(ck["state"]["batch_rng"])
+        torch.set_rng_state(ck["state"]["torch_rng"])
+        hist = ck["meta"].get("history", {})
+        result.step, result.train_losses = hist.get("step", 0), hist.get("train_losses", [])
+        result.evals, result.tokens = hist.get("evals", []), hist.get("tokens", 0)
+
+    net: nn.Module = model
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        net = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+    if cfg.compile:
+        net = torch.compile(net)
+    use_bf16 = cfg.dtype == "bfloat16"
+
+    def autocast():
+        return torch.autocast(device.type, dtype=torch.bfloat16) if use_bf16 else contextlib.nullcontext()
+
+    def shard(t: torch.Tensor) -> torch.Tensor:
+        if world == 1:
+            return t
+        if t.shape[0] % world:
+            raise ValueError(f"batch size {t.shape[0]} must be divisible by the {world} processes")
+        n = t.shape[0] // world
+        return t[rank * n:(rank + 1) * n]  # this process's slice of the global batch
+
+    def evaluate() -> None:
+        ev = {"step": result.step}
+        for split in ("train", "val"):
+            ev[split] = estimate_loss(model, get_batch, split, cfg.eval_batches, seed=cfg.seed + 1, autocast=autocast())
+        result.evals.append(ev)
+        if callback is not None and rank == 0:
+            callback(result)
+
+    def checkpoint() -> None:
+        if not cfg.checkpoint_path or rank != 0:
+            return
+        history = {"step": result.step, "train_losses": result.train_losses, "evals": result.evals,
+                   "tokens": result.tokens}
+        save_checkpoint(cfg.checkpoint_path, model, optimizer,
+                        state={"batch_rng": gen.get_state(), "torch_rng": torch.get_rng_state()},
+                        meta={**(meta or {}), "history": history, "train_config": asdict(cfg)})
+
+    last = cfg.max_steps if cfg.stop_after is None else min(cfg.max_steps, result.step + cfg.stop_after)
+    bar = tqdm(total=last, initial=result.step, disable=not cfg.progress or rank != 0, desc="training")
+    start = time.perf_counter()
+    net.train()
+    while result.step < last:
+        lr = lr_at(result.step, cfg)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        total = 0.0
+        for micro in range(cfg.grad_accum):
+            x, y = get_batch("train", gen)
+            x, y = shard(x), shard(y)
+            sync = world == 1 or micro == cfg.grad_accum - 1
+            ctx = contextlib.nullcontext() if sync or not hasattr(net, "no_sync") else net.no_sync()
+            with ctx, autocast():
+                loss = _loss_of(net, x, y) / cfg.grad_accum
+            with ctx:
+                loss.backward()
+            total += loss.detach()
+            result.tokens += x.numel() * world
+        if cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if world > 1:
+            import torch.distributed as dist
+
+            dist.all_reduce(total, op=dist.ReduceOp.SUM)
+            total = total / world
+        result.train_losses.append(float(total))
+        result.step += 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{result.train_losses[-1]:.3f}", lr=f"{lr:.2e}")
+        out_of_time = cfg.max_seconds is not None and time.perf_counter() - start >= cfg.max_seconds
+        if result.step % cfg.eval_interval == 0 or result.step == last or out_of_time:
+            evaluate()
+        if cfg.checkpoint_interval and result.step % cfg.checkpoint_interval == 0:
+            checkpoint()
+        if out_of_time:
+            break
+    bar.close()
+    checkpoint()
+    result.seconds = time.perf_counter() - start
+    return result
