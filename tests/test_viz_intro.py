@@ -96,3 +96,13 @@ def test_explorer_controls_and_inline_error(lm):
     ex.controls["prompt"].value = "O"
     assert ex.error.value == ""
     plt.close("all")
+
+
+def test_title_names_the_history_that_matters():
+    tri = CharNGramLM(order=3, alpha=0.5).fit(TEXT)
+    title = render_next_char(tri, "JULIET:\nO Ro", 2.0).axes[0].get_title(loc="left")
+    assert "T = 2" in title and "only \u201cRo\u201d matters" in title
+    uni = CharNGramLM(order=1).fit(TEXT)
+    title = render_next_char(uni, "O", 1.0).axes[0].get_title(loc="left")
+    assert title.startswith("p(next | \u201cO\u201d)\n") and "does not matter" in title and "T =" not in title
+    plt.close("all")

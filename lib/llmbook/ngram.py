@@ -226,11 +226,13 @@ class CharNGramLM:
         hist = self.encode(context, "context")[max(0, len(context) - (self.order - 1)) :]
         V = len(self.vocab)
         m = hist.numel()
+        # Score every candidate c as the last position of the string "hist + c": lay the
+        # V candidate strings end to end and ask only for their last positions (history
+        # length m there; -1 elsewhere, a length that is never scored).
         ids = torch.cat([hist.repeat(V, 1), torch.arange(V).unsqueeze(1)], dim=1).flatten()  # (V*(m+1),)
-        # Score every candidate next character c as the last position of "hist + c".
-        last = torch.arange(V) * (m + 1) + m
-        logp = self._cond_log_probs(ids, torch.full((ids.numel(),), -1, dtype=torch.int64).index_fill_(0, last, m))
-        logp = logp[last]  # (V,)
+        last = torch.arange(V) * (m + 1) + m  # (V,)
+        start = torch.full((ids.numel(),), -1, dtype=torch.int64).index_fill_(0, last, m)
+        logp = self._cond_log_probs(ids, start)[last]  # (V,)
         return list(self.vocab), _apply_temperature(logp, temperature)
 
     def log_prob(self, text: str) -> float:

@@ -57,8 +57,8 @@ def next_char_bar(chars: Sequence[str], probs: Sequence[float] | torch.Tensor, t
     ax.set_ylim(0, max(0.05, float(values[0]) * 1.15))
     shown = float(values.sum())
     ax.set_title(title, loc="left")
-    ax.text(0.99, 0.95, f"top {k} of {probs.numel()} characters hold {shown:.0%} of the mass",
-            transform=ax.transAxes, ha="right", va="top", fontsize=9, color="0.35")
+    note = f"top {k} of {probs.numel()} characters hold {shown:.0%} of the mass"
+    ax.text(0.99, 0.95, note, transform=ax.transAxes, ha="right", va="top", fontsize=9, color="0.35")
     return fig
 
 
@@ -75,12 +75,14 @@ def render_next_char(model: CharNGramLM, prompt: str, temperature: float = 1.0, 
     if not prompt:
         raise ValueError("the prompt is empty: type at least one character for the model to continue")
     chars, probs = model.prob_next(prompt, temperature=temperature)
-    history = prompt[-(model.order - 1):] if model.order > 1 else ""
-    tail = visible_char(prompt[-30:])
-    title = (f"p(next | \u201c{'…' if len(prompt) > 30 else ''}{tail}\u201d), T = {temperature:g}\n"
-             f"order-{model.order} model: only \u201c{visible_char(history)}\u201d matters")
-    if math.isclose(temperature, 1.0):
-        title = title.replace(", T = 1", "")
+    history = prompt[-(model.order - 1) :] if model.order > 1 else ""
+    shown = ("…" if len(prompt) > 30 else "") + visible_char(prompt[-30:])
+    temp = "" if math.isclose(temperature, 1.0) else f", T = {temperature:g}"
+    if model.order > 1:
+        context = f"order-{model.order} model: only \u201c{visible_char(history)}\u201d matters"
+    else:
+        context = "order-1 (unigram) model: the prompt does not matter"
+    title = f"p(next | \u201c{shown}\u201d){temp}\n{context}"
     return next_char_bar(chars, probs, title=title, top=top)
 
 
@@ -89,10 +91,23 @@ def next_char_explorer(model: CharNGramLM, prompt: str = "ROMEO:\nO", temperatur
     if not isinstance(model, CharNGramLM):
         raise TypeError(f"model must be a CharNGramLM, got {type(model).__name__}")
     controls = {
-        "prompt": widgets.Textarea(value=prompt, description="prompt", continuous_update=False,
-                                   layout=widgets.Layout(width="60%", height="4em")),
-        "temperature": widgets.FloatSlider(value=temperature, min=0.1, max=3.0, step=0.1, description="temperature", style={"description_width": "initial"},
-                                           continuous_update=False, readout_format=".1f"),
+        # A text area, so that a prompt can hold newlines ("ROMEO:" then a new line).
+        "prompt": widgets.Textarea(
+            value=prompt,
+            description="prompt",
+            continuous_update=False,
+            layout=widgets.Layout(width="60%", height="4em"),
+        ),
+        "temperature": widgets.FloatSlider(
+            value=temperature,
+            min=0.1,
+            max=3.0,
+            step=0.1,
+            description="temperature",
+            continuous_update=False,
+            readout_format=".1f",
+            style={"description_width": "initial"},
+        ),
     }
 
     def render(prompt: str, temperature: float) -> Figure:
