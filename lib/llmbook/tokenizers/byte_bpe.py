@@ -34,6 +34,7 @@ import base64
 import importlib.util
 import os
 from collections import Counter
+from itertools import chain
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -71,25 +72,26 @@ def bpe_encode_piece(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
     r = ranks.get(piece)
     if r is not None:
         return [r]  # tiktoken's shortcut: a piece that is a token is that token
-    # Parts are piece[starts[i]:starts[i+1]]; rk[i] is the rank of parts i and i+1 joined.
+    # parts[i] is a byte string; rk[i] is the rank of parts[i] + parts[i+1] (or `inf`).
     # min() and list.index() run in C, so each merge costs two dict look-ups in Python.
     inf = 1 << 62
     get = ranks.get
-    n = len(piece)
-    starts = list(range(n + 1))
-    rk = [get(piece[i : i + 2], inf) for i in range(n - 1)]
+    parts = [piece[i : i + 1] for i in range(len(piece))]
+    rk = [get(piece[i : i + 2], inf) for i in range(len(piece) - 1)]
     while rk:
         best = min(rk)
         if best == inf:
             break
         i = rk.index(best)  # leftmost pair of lowest rank, as tiktoken
-        del starts[i + 1]
+        merged = parts[i] + parts[i + 1]
+        parts[i] = merged
+        del parts[i + 1]
         del rk[i]
         if i > 0:
-            rk[i - 1] = get(piece[starts[i - 1] : starts[i + 1]], inf)
+            rk[i - 1] = get(parts[i - 1] + merged, inf)
         if i < len(rk):
-            rk[i] = get(piece[starts[i] : starts[i + 2]], inf)
-    return [ranks[piece[starts[i] : starts[i + 1]]] for i in range(len(starts) - 1)]
+            rk[i] = get(merged + parts[i + 1], inf)
+    return [ranks[p] for p in parts]
 
 
 def tiktoken_file(name: str) -> Path:
@@ -207,17 +209,15 @@ class ByteBPETokenizer(Tokenizer):
         return len(self.vocab)
 
     def _encode_ordinary(self, text: str) -> list[int]:
-        out: list[int] = []
+        pieces = self._split.findall(text)
         cache = self._cache
+        if len(cache) > 500_000:
+            cache.clear()  # bound the memory; a cache is only a speed-up
         ranks = self.ranks
-        for piece in self._split.findall(text):
-            ids = cache.get(piece)
-            if ids is None:
-                ids = bpe_encode_piece(piece.encode("utf-8"), ranks)
-                if len(cache) < 500_000:
-                    cache[piece] = ids
-            out.extend(ids)
-        return out
+        # Encode each new piece once; then the whole text is one C-level lookup and join.
+        for piece in set(pieces).difference(cache):
+            cache[piece] = bpe_encode_piece(piece.encode("utf-8"), ranks)
+        return list(chain.from_iterable(map(cache.__getitem__, pieces)))
 
     def _decode_ordinary(self, ids: list[int]) -> str:
         vocab = self.vocab
