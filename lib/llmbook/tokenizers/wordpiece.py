@@ -425,30 +425,36 @@ class WordPiece(Tokenizer):
         alphabet = sorted({s for w in words for s in w})
         vocab = list(specials) + [s for s in alphabet if s not in specials]
         check_vocab_size(vocab_size, len(vocab), "the alphabet plus the special tokens")
-        n_merges = vocab_size - len(vocab)
-        bar = tqdm(total=n_merges, desc="WordPiece merges", disable=not progress)
-        for _ in range(n_merges):
-            unit: Counter = Counter()
-            pair: Counter = Counter()
-            for w, f in zip(words, freqs):
-                for s in w:
-                    unit[s] += f
-                for x, y in zip(w, w[1:]):
-                    pair[x, y] += f
-            if not pair:
-                break  # every word is a single piece: nothing left to merge
-            best = max(
-                (p for p, c in pair.items() if c >= min_frequency),
-                key=lambda p: (pair[p] / (unit[p[0]] * unit[p[1]]), pair[p], tuple(-ord(c) for c in p[0] + p[1])),
+        # Symbol and pair counts are kept up to date incrementally: a merge only touches
+        # the words that contain the merged pair (``where``), not the whole corpus.
+        unit: Counter = Counter()
+        pair: Counter = Counter()
+        where: dict[tuple[str, str], set[int]] = {}
+        for k, (w, f) in enumerate(zip(words, freqs)):
+            for s in w:
+                unit[s] += f
+            for x, y in zip(w, w[1:]):
+                pair[x, y] += f
+                where.setdefault((x, y), set()).add(k)
+        known = set(vocab)
+        bar = tqdm(total=vocab_size - len(vocab), desc="WordPiece merges", disable=not progress)
+        while len(vocab) < vocab_size:
+            # Highest count(ab) / (count(a) count(b)); ties: higher count, then alphabetical.
+            best = min(
+                (p for p, c in pair.items() if c >= min_frequency and c > 0),
+                key=lambda p: (-pair[p] / (unit[p[0]] * unit[p[1]]), -pair[p], p),
                 default=None,
             )
             if best is None:
-                break
+                break  # every word is a single piece (or no pair is frequent enough)
             a, b = best
             merged = a + (b[2:] if b.startswith("##") else b)
-            for k, w in enumerate(words):
-                if len(w) < 2:
-                    continue
+            for k in list(where.get(best, ())):
+                w, f = words[k], freqs[k]
+                for s in w:
+                    unit[s] -= f
+                for x, y in zip(w, w[1:]):
+                    pair[x, y] -= f
                 i, out = 0, []
                 while i < len(w):
                     if i + 1 < len(w) and w[i] == a and w[i + 1] == b:
@@ -458,7 +464,15 @@ class WordPiece(Tokenizer):
                         out.append(w[i])
                         i += 1
                 words[k] = out
-            if merged not in vocab:
+                for s in out:
+                    unit[s] += f
+                for x, y in zip(out, out[1:]):
+                    pair[x, y] += f
+                    where.setdefault((x, y), set()).add(k)
+            pair.pop(best, None)
+            where.pop(best, None)
+            if merged not in known:
+                known.add(merged)
                 vocab.append(merged)
                 bar.update(1)
         bar.close()
