@@ -17,8 +17,13 @@ N_CHARS = 1_000_000
 VOCAB = 8_000
 
 
-def run(n_chars: int = N_CHARS, vocab_size: int = VOCAB) -> dict[str, float]:
+def run(n_chars: int = N_CHARS, vocab_size: int | None = None) -> dict[str, float]:
+    """Time both trainers; ``vocab_size`` defaults to 8,000 (1,000 below 500k characters,
+    where SentencePiece would refuse 8,000 as too many pieces for the text)."""
     import sentencepiece as spm
+
+    if vocab_size is None:
+        vocab_size = VOCAB if n_chars >= 500_000 else 1_000
 
     from llmbook.data import load_text, split_text
     from llmbook.tokenizers import Unigram
