@@ -77,6 +77,9 @@ __all__ = [
     "pretraining_accuracy",
     "classify_accuracy",
     "fine_tune",
+    "predict_masked",
+    "checkpoint_dir",
+    "load_small_bert",
 ]
 
 # Label of positions that carry no MLM loss (the default ignore_index of cross_entropy).
@@ -665,6 +668,7 @@ def save_checkpoint(model: nn.Module, path: str | os.PathLike, config: BertConfi
     os.close(fd)
     try:
         save_file(tensors, tmp, metadata=meta)
+        os.chmod(tmp, 0o644)  # mkstemp makes the file private; a checkpoint is for everyone
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -856,3 +860,59 @@ def fine_tune(
         bar.close()
     model.eval()
     return losses
+
+
+# ---------------------------------------------------------------------------- filling in [MASK]
+@torch.no_grad()
+def predict_masked(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5) -> tuple[list[str], list[tuple[int, list[tuple[str, float]]]]]:
+    """The model's top-``top_k`` pieces, with probabilities, for every [MASK] in ``text``.
+
+    Returns ``(tokens, predictions)``: the input pieces ([CLS] ... [SEP]) and, for each
+    [MASK] position, ``(position, [(piece, probability), ...])``. ``text`` must contain
+    the literal ``[MASK]``; an empty text or one without it raises ValueError.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("the sentence is empty: type a sentence with [MASK] in it")
+    mask = tokenizer.mask_token
+    if mask not in text:
+        raise ValueError(f"no {mask} in the sentence: write {mask} where a word is missing, or pick a word to mask")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be a positive int, got {top_k!r}")
+    t2i = tokenizer.token_to_id
+    ids = [t2i[tokenizer.cls_token]] + tokenizer.encode(text, allowed_special={mask}) + [t2i[tokenizer.sep_token]]
+    ids = ids[: model.config.max_position]
+    model.eval()
+    x = torch.tensor([ids])
+    logits = model(x).mlm_logits[0]  # (T, V)
+    probs = logits.softmax(-1)
+    tokens = [tokenizer.vocab[i] for i in ids]
+    preds = []
+    for pos in [i for i, t in enumerate(ids) if t == t2i[mask]]:
+        p, idx = probs[pos].topk(min(top_k, probs.shape[-1]))
+        preds.append((pos, [(tokenizer.vocab[int(i)], float(q)) for q, i in zip(p, idx)]))
+    return tokens, preds
+
+
+def checkpoint_dir() -> Path:
+    """``data/checkpoints`` of the repository (where ``scripts/pretrain_bert.py`` writes)."""
+    return Path(__file__).resolve().parents[2] / "data" / "checkpoints"
+
+
+def load_small_bert(lang: str = "en") -> tuple[BertForPreTraining, "object", dict]:
+    """The small BERT pre-trained by ``scripts/pretrain_bert.py``: ``(model, tokenizer, info)``.
+
+    ``lang`` is ``'en'`` (WordPiece, Shakespeare) or ``'zh'`` (characters, People's Daily);
+    ``info`` holds the training settings and the held-out accuracy curve.
+    """
+    from llmbook.tokenizers.wordpiece import WordPiece
+
+    if lang not in ("en", "zh"):
+        raise ValueError(f"lang must be 'en' or 'zh', got {lang!r}")
+    folder = checkpoint_dir()
+    weights, vocab = folder / f"bert_{lang}.safetensors", folder / f"bert_{lang}_vocab.txt"
+    if not weights.is_file() or not vocab.is_file():
+        raise FileNotFoundError(f"{weights} or {vocab} is missing; make them with: python scripts/pretrain_bert.py --lang {lang}")
+    model, info = load_checkpoint(weights)
+    return model, WordPiece.from_vocab(vocab), info

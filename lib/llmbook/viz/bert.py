@@ -1,0 +1,175 @@
+"""BERT figures and the masked-word explorer (chapter 7).
+
+- ``masked_word_figure(tokens, predictions)``: one horizontal bar chart per [MASK]:
+  the model's top pieces and their probabilities (data in, figure out).
+- ``embedding_sum_figure(word, segment, position, tokens)``: the three input
+  embeddings of BERT and their sum, as heatmaps (tokens x features).
+- ``mask_word(sentence, choice)``: replace the chosen word of a sentence by [MASK];
+  ``word_choices(sentence)`` lists the dropdown labels.
+- ``masked_word_explorer(predict, sentence)``: a text box for the sentence and a
+  dropdown that masks one of its words; ``predict(text) -> (tokens, predictions)`` is
+  ``functools.partial(llmbook.bert.predict_masked, model, tokenizer)``.
+
+The explorer is meant for the small BERT pre-trained in the chapter: all-MiniLM-L6-v2
+was trained for sentence embeddings and ships without a masked-LM head.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+
+from .style import PALETTE
+from .widget import Explorer
+
+__all__ = ["masked_word_figure", "embedding_sum_figure", "mask_word", "word_choices", "masked_word_explorer", "NO_WORD"]
+
+NO_WORD = "(none: I typed [MASK])"
+
+
+def word_choices(sentence: str) -> list[str]:
+    """Dropdown labels: ``NO_WORD`` then ``"i: word"`` for every whitespace-separated word.
+
+    >>> word_choices("to be or")
+    ['(none: I typed [MASK])', '0: to', '1: be', '2: or']
+    """
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+    return [NO_WORD] + [f"{i}: {w}" for i, w in enumerate(sentence.split())]
+
+
+def mask_word(sentence: str, choice: str, mask_token: str = "[MASK]") -> str:
+    """``sentence`` with the word named by ``choice`` (a ``word_choices`` label) replaced.
+
+    Punctuation glued to the word stays: "mat." -> "[MASK]." .
+
+    >>> mask_word("the cat sat on the mat.", "5: mat.")
+    'the cat sat on the [MASK].'
+    >>> mask_word("the cat sat", "(none: I typed [MASK])")
+    'the cat sat'
+    """
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+    if choice is None or choice == NO_WORD:
+        return sentence
+    words = sentence.split()
+    try:
+        i_str, word = choice.split(": ", 1)
+        i = int(i_str)
+    except (ValueError, AttributeError):
+        raise ValueError(f"choice must be a label of word_choices(sentence), got {choice!r}") from None
+    if not 0 <= i < len(words) or words[i] != word:
+        return sentence  # a stale label from the previous sentence: mask nothing
+    core = word.strip(".,;:!?'\"()")
+    if not core:
+        raise ValueError(f"{word!r} is punctuation only; pick a word")
+    start = word.index(core)
+    words[i] = word[:start] + mask_token + word[start + len(core) :]
+    return " ".join(words)
+
+
+def masked_word_figure(tokens: Sequence[str], predictions, title: Optional[str] = None) -> Figure:
+    """Bar charts of the top predictions at each [MASK]: ``predictions`` as from ``predict_masked``."""
+    if not tokens:
+        raise ValueError("tokens is empty")
+    if not predictions:
+        raise ValueError("predictions is empty: the input has no [MASK]")
+    n = len(predictions)
+    k = max(len(p) for _, p in predictions)
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 0.45 * k + 1.6), squeeze=False)
+    for ax, (pos, cands) in zip(axes[0], predictions):
+        labels = [c for c, _ in cands][::-1]
+        probs = [p for _, p in cands][::-1]
+        ax.barh(range(len(cands)), probs, color=PALETTE[0] if PALETTE else None)
+        ax.set_yticks(range(len(cands)), labels)
+        for y, p in enumerate(probs):
+            ax.text(p, y, f" {p:.2f}", va="center", fontsize=9)
+        ax.set_xlim(0, max(1e-3, max(probs)) * 1.3)
+        ax.set_xlabel("probability")
+        ax.set_title(f"[MASK] at position {pos}")
+    context = " ".join(tokens)
+    if len(context) > 110:
+        context = context[:107] + "..."
+    fig.suptitle(title or context, fontsize=10)
+
+    return fig
+
+
+def embedding_sum_figure(word, segment, position, tokens: Sequence[str], max_features: int = 48) -> Figure:
+    """Heatmaps of token, segment and position embeddings (T, D) and their sum.
+
+    Only the first ``max_features`` features are drawn so the cells stay visible.
+    """
+    parts = []
+    for name, x in (("word", word), ("segment", segment), ("position", position)):
+        x = torch.as_tensor(x).detach().to("cpu", torch.float32)
+        if x.dim() == 3:
+            x = x[0]
+        if x.dim() != 2:
+            raise ValueError(f"{name} must have shape (T, D), got {tuple(x.shape)}")
+        parts.append(x)
+    T = len(tokens)
+    if any(p.shape[0] != T for p in parts):
+        raise ValueError(f"tokens has {T} entries but the embeddings have {[p.shape[0] for p in parts]} rows")
+    mats = parts + [parts[0] + parts[1] + parts[2]]
+    titles = ["token", "segment", "position", "sum = BERT's input"]
+    lim = float(max(m[:, :max_features].abs().max() for m in mats))
+    fig, axes = plt.subplots(1, 4, figsize=(13, 0.28 * T + 1.8), sharey=True)
+    for i, (ax, m, t) in enumerate(zip(axes, mats, titles)):
+        im = ax.imshow(m[:, :max_features].numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+        ax.set_title(("+ " if 0 < i < 3 else ("= " if i == 3 else "")) + t)
+        ax.set_xlabel(f"feature (first {max_features})")
+    axes[0].set_yticks(range(T), list(tokens))
+    axes[0].set_ylabel("token")
+    fig.colorbar(im, ax=list(axes), shrink=0.8, label="value")
+    return fig
+
+
+def masked_word_explorer(
+    predict: Callable[[str], tuple],
+    sentence: str = "to be or not to be, that is the question.",
+    word: Optional[str] = None,
+    top_k: int = 8,
+    title: str = "Masked-word explorer (the small BERT pre-trained in this chapter)",
+) -> Explorer:
+    """An Explorer: type a sentence (with [MASK]) or pick a word to mask, see the top predictions.
+
+    ``predict(text, top_k=...)`` returns ``(tokens, predictions)`` as
+    ``llmbook.bert.predict_masked`` does. Errors (an empty sentence, no [MASK]) are shown
+    inline by the Explorer.
+    """
+    if not callable(predict):
+        raise TypeError("predict must be callable: predict(text, top_k=k) -> (tokens, predictions)")
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+    choices = word_choices(sentence)
+    if word is None:
+        word = NO_WORD
+    if word not in choices:
+        raise ValueError(f"word must be one of {choices}, got {word!r}")
+
+    def render(sentence: str, word: str, top_k: int) -> Figure:
+        if not sentence.strip():
+            raise ValueError("the sentence is empty: type a sentence with [MASK] in it")
+        text = mask_word(sentence, word)
+        tokens, preds = predict(text, top_k=int(top_k))
+        return masked_word_figure(tokens, preds, title=text)
+
+    controls = {
+        "sentence": widgets.Text(value=sentence, description="sentence", continuous_update=False, layout=widgets.Layout(width="90%")),
+        "word": widgets.Dropdown(options=choices, value=word, description="mask word"),
+        "top_k": widgets.IntSlider(value=top_k, min=1, max=15, description="top k", continuous_update=False),
+    }
+    explorer = Explorer(render, controls, title=title)
+
+    def update_words(change) -> None:
+        # The word list follows the sentence; the Explorer has already re-rendered once.
+        controls["word"].options = word_choices(change["new"])
+        controls["word"].value = NO_WORD
+
+    controls["sentence"].observe(update_words, names="value")
+    return explorer
