@@ -82,6 +82,16 @@ class JupyterServer:
         ):
             env[var] = os.path.join(self.tmp, sub)
         env.pop("JUPYTER_TOKEN", None)
+        # Private JupyterLab settings: no autosave (the fixture notebooks in the repo must
+        # not be rewritten with outputs by a test run) and no news toast.
+        settings = Path(self.tmp, "user-settings")
+        for plugin, body in (
+            ("@jupyterlab/docmanager-extension/plugin.jupyterlab-settings", '{"autosave": false}'),
+            ("@jupyterlab/apputils-extension/notification.jupyterlab-settings", '{"fetchNews": "false"}'),
+        ):
+            target = settings / plugin
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(body)
         # Keep figures and torch single-threaded and predictable inside the kernel.
         env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
         self.log_path = os.path.join(self.tmp, "server.log")
@@ -99,6 +109,7 @@ class JupyterServer:
             "--ServerApp.disable_check_xsrf=True",
             f"--ServerApp.root_dir={REPO}",
             "--LabApp.news_url=",
+            f"--LabApp.user_settings_dir={settings}",
             *(["--allow-root"] if os.geteuid() == 0 else []),
         ]
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
