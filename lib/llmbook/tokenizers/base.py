@@ -16,11 +16,12 @@ A tokenizer turns a string into a list of integer ids and back. Every tokenizer 
 ``Tokenizer.load(path)``           reads any saved tokenizer back (or ``Cls.load``)
 =================================  ====================================================
 
-A subclass implements four things: ``train`` (a classmethod), ``_encode_ordinary(text)``
-for text without special tokens, ``_decode_ordinary(ids)`` and ``_token_str(id)``, plus
-``_state()`` / ``_from_state(state)`` for saving, and ``_base_vocab_size`` (ids below
-it are ordinary; special tokens sit at or above it unless a loaded vocabulary places
-them elsewhere).
+A subclass implements ``train`` (a classmethod); ``_encode_ordinary(text)`` for text
+without special tokens; ``_decode_ordinary(ids)`` and ``_token_str(id)``; ``_state()``
+and ``_from_state(state, special_tokens)`` for saving; and the property
+``_base_vocab_size`` (ids below it are ordinary, special tokens get ids from there on).
+It sets up its own vocabulary first and then calls ``super().__init__(special_tokens)``,
+which needs ``_base_vocab_size``.
 
 Special tokens. ``encode(text)`` treats text that looks like a special token as
 ordinary text (as tiktoken's ``encode_ordinary`` does), so a user's input can never
