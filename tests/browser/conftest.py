@@ -161,7 +161,14 @@ class Lab:
         page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="attached", timeout=90_000)
         self._dismiss_toasts()
         self.wait_idle(timeout_s=90)
-        self._run_all()
+        # Under load, a Run All issued while the page is still settling can be lost;
+        # check that execution started and retry if it did not.
+        for attempt in range(3):
+            self._run_all()
+            if self._execution_started(timeout_s=30):
+                break
+        else:
+            raise TimeoutError("Run All did not start executing the notebook after 3 attempts")
         page.wait_for_selector(".llmbook-view", state="attached", timeout=timeout_s * 1000)
         self.wait_idle(timeout_s=timeout_s)
         self._dismiss_toasts()
@@ -174,6 +181,16 @@ class Lab:
         page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
         # Give the kernel a moment to turn busy before waiting for idle.
         page.wait_for_timeout(1000)
+
+    def _execution_started(self, timeout_s: float) -> bool:
+        """True once some code cell shows an execution count or is running ([*])."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            prompts = self.page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
+            if any(re.search(r"\[(\d+|\*)\]", p) for p in prompts):
+                return True
+            self.page.wait_for_timeout(250)
+        return False
 
     def _dismiss_toasts(self) -> None:
         # JupyterLab asks once whether to fetch "official Jupyter news"; answer no.
