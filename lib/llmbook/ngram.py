@@ -88,6 +88,7 @@ class CharNGramLM:
         self.alpha = float(alpha)
         self.vocab: list[str] = []
         self._stoi: dict[str, int] = {}
+        self._vocab_cp = np.zeros(0, dtype=np.uint32)  # code points of vocab, for fast encoding
         # For k = 1..order: sorted codes of the k-grams seen and how often each occurs,
         # and the same for their histories (the first k-1 characters) with row totals.
         self._codes: dict[int, torch.Tensor] = {}
@@ -116,7 +117,7 @@ class CharNGramLM:
         if V ** self.order >= 2**62:
             raise ValueError(f"order={self.order} with {V} distinct characters overflows the int64 n-gram codes")
         self.vocab, self._stoi = vocab, {c: i for i, c in enumerate(vocab)}
-        self._vocab_cp = _code_points("".join(vocab))  # sorted, since vocab is sorted
+        self._vocab_cp = _code_points("".join(vocab))  # sorted, as vocab is
         ids = self._ids(text)  # (L,)
         self.n_chars = len(text)
         for k in range(1, self.order + 1):
