@@ -77,6 +77,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data-chars", type=int, default=None, help="use only the first N characters (tests)")
     p.add_argument("--out", default=None, help="final weights (model only, safetensors)")
     p.add_argument("--ckpt", default=None, help="resumable checkpoint (model + optimizer + RNG)")
+    p.add_argument("--ckpt-interval", type=int, default=0, help="also write --ckpt every this many updates")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--print-losses", action="store_true", help="print the per-update losses as JSON (rank 0)")
@@ -112,9 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     cfg = TrainConfig(max_steps=args.steps, lr=args.lr, min_lr=args.min_lr, warmup_steps=args.warmup,
                       eval_interval=args.eval_interval, eval_batches=args.eval_batches, seed=args.seed,
                       device=device, dtype=args.dtype, compile=args.compile, progress=not args.no_progress,
-                      checkpoint_path=args.ckpt, stop_after=args.stop_after, max_seconds=args.max_seconds)
+                      checkpoint_path=args.ckpt, checkpoint_interval=args.ckpt_interval,
+                      stop_after=args.stop_after, max_seconds=args.max_seconds)
     meta = {"gpt_config": asdict(config), "vocab": vocab.to_json(), "corpus": "shakespeare (llmbook.data), 90/10 split"}
-    result = train(model, get_batch, cfg, resume=args.resume, meta=meta)
+    def report(r) -> None:  # one line per evaluation, for logs
+        e = r.evals[-1]
+        print(f"step {e['step']}: train {e['train']:.4f} val {e['val']:.4f}", flush=True)
+
+    result = train(model, get_batch, cfg, callback=report, resume=args.resume, meta=meta)
     if rank == 0:
         if args.out:
             history = {"step": result.step, "evals": result.evals, "tokens": result.tokens}
