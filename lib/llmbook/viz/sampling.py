@@ -93,15 +93,16 @@ def sampling_explorer(model, vocab, prompt: str = "ROMEO:\nO, ", temperature: fl
     """Explorer with controls ``prompt``, ``temperature``, ``top_k``, ``top_p`` and ``seed``."""
     if not hasattr(model, "generate") or not hasattr(vocab, "encode_tensor"):
         raise TypeError("model must be a llmbook GPT and vocab a CharVocab")
+    wide = {"description_width": "110px"}  # room for the full labels
     controls = {
-        "prompt": widgets.Text(value=prompt, description="prompt", continuous_update=False),
-        "temperature": widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="temperature",
+        "prompt": widgets.Text(value=prompt, description="prompt", style=wide, continuous_update=False),
+        "temperature": widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="temperature", style=wide,
                                            continuous_update=False),
-        "top_k": widgets.IntSlider(value=top_k, min=0, max=len(vocab), description="top_k (0=off)",
+        "top_k": widgets.IntSlider(value=top_k, min=0, max=len(vocab), description="top_k (0=off)", style=wide,
                                    continuous_update=False),
-        "top_p": widgets.FloatSlider(value=top_p, min=0.05, max=1.0, step=0.05, description="top_p",
+        "top_p": widgets.FloatSlider(value=top_p, min=0.05, max=1.0, step=0.05, description="top_p", style=wide,
                                      continuous_update=False),
-        "seed": widgets.IntText(value=seed, description="seed", continuous_update=False),
+        "seed": widgets.IntText(value=seed, description="seed", style=wide, continuous_update=False),
     }
 
     def render(**values):
