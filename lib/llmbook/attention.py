@@ -120,22 +120,31 @@ def _check_scale(scale: object) -> Optional[float]:
 
 
 # ---------------------------------------------------------------------------- softmax
-def _masked_softmax(scores: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last dim that returns zeros (not NaN) for rows that are all -inf."""
-    dead = torch.isneginf(scores).all(dim=-1, keepdim=True)
+def _masked_softmax(scores: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
+    """softmax(scores + mask) over the last dim; rows with no allowed key give zeros, not NaN.
+
+    ``scores`` must be a fresh tensor (the output of a matmul): the mask is applied in
+    place, which saves a full pass over the (..., Tq, Tk) scores. Dead rows are found
+    from the (usually much smaller) mask, assuming finite scores.
+    """
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    if mask.dtype == torch.bool:
+        dead = ~mask.any(dim=-1, keepdim=True)
+        # -inf (not -1e9) so that masked keys get exactly zero weight in every dtype. Adding
+        # a 0/-inf tensor (built at the mask's, usually small, size) rather than calling
+        # masked_fill keeps the backward pass free: the gradient of an addition is the identity.
+        additive = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, float("-inf"))
+        scores = scores.add_(additive)
+    else:
+        dead = torch.isneginf(mask).all(dim=-1, keepdim=True)
+        scores = scores.add_(mask.to(scores.dtype))
+    if not bool(dead.any()):
+        return torch.softmax(scores, dim=-1)
     # Replacing a dead row by zeros before the softmax keeps its gradient finite;
     # zeroing the weights afterwards gives the documented all-zero row.
     weights = torch.softmax(scores.masked_fill(dead, 0.0), dim=-1)
     return weights.masked_fill(dead, 0.0)
-
-
-def _apply_mask(scores: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
-    if mask is None:
-        return scores
-    if mask.dtype == torch.bool:
-        # -inf (not -1e9) so that masked keys get exactly zero weight in every dtype.
-        return scores.masked_fill(~mask, float("-inf"))
-    return scores + mask.to(scores.dtype)
 
 
 # ---------------------------------------------------------------------------- core
@@ -178,10 +187,11 @@ def scaled_dot_product_attention(
     dropout_p = _check_dropout(dropout_p)
     scale = _check_scale(scale)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = (q @ k.transpose(-2, -1)) * scale  # (..., Tq, Tk)
+    # Scaling q rather than the scores touches Tq*d_k numbers instead of Tq*Tk.
+    scores = (q * scale) @ k.transpose(-2, -1)  # (..., Tq, Tk)
     if mask is not None:
         _check_mask("mask", mask, scores.shape)
-    weights = _masked_softmax(_apply_mask(scores, mask))  # (..., Tq, Tk), rows sum to 1 (or 0)
+    weights = _masked_softmax(scores, mask)  # (..., Tq, Tk), rows sum to 1 (or 0)
     dropped = F.dropout(weights, p=dropout_p, training=True) if dropout_p > 0 else weights
     out = dropped @ v  # (..., Tq, d_v)
     return (out, weights) if return_weights else out
@@ -291,7 +301,7 @@ def additive_attention(
     scores = torch.tanh(hq.unsqueeze(-2) + hk.unsqueeze(-3)) @ w  # (..., Tq, Tk, d_h) -> (..., Tq, Tk)
     if mask is not None:
         _check_mask("mask", mask, scores.shape)
-    weights = _masked_softmax(_apply_mask(scores, mask))
+    weights = _masked_softmax(scores, mask)
     out = weights @ v  # (..., Tq, d_v)
     return (out, weights) if return_weights else out
 
