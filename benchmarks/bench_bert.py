@@ -88,7 +88,7 @@ def bench_mlm_train(repeats: int = 7) -> float:
 
 
 @torch.no_grad()
-def bench_minilm_inference(n: int = 1000, batch_size: int = 64, repeats: int = 3) -> float:
+def bench_minilm_inference(n: int = 1000, batch_size: int = 64, repeats: int = 2) -> float:
     from transformers import BertModel
 
     from llmbook.data import load_sentiment
