@@ -305,3 +305,16 @@ def test_from_torch_keeps_dtype_and_copies_independently():
         ref.in_proj_weight.zero_()
     assert ours.q_proj.weight.abs().sum() > 0
     assert math.isclose(ours.dropout, 0.0)
+
+
+def test_float_mask_gradient_flows_like_torch():
+    # A learned additive bias (e.g. relative positions) receives the same gradient as in PyTorch.
+    q, k, v = _qkv(torch.float64)
+    bias = torch.randn(3, 5, 7, dtype=torch.float64, requires_grad=True)  # (H, Tq, Tk), broadcast over B
+    out = scaled_dot_product_attention(q, k, v, mask=bias)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
+    g = torch.randn_like(out)
+    (gb,) = torch.autograd.grad(out, bias, g)
+    (gb_ref,) = torch.autograd.grad(ref, bias, g)
+    torch.testing.assert_close(gb, gb_ref, atol=1e-10, rtol=1e-10)
