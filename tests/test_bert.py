@@ -231,3 +231,16 @@ def test_mean_pool_bad_input():
         mean_pool(torch.zeros(3, 4))
     with pytest.raises(ValueError, match="attention_mask"):
         mean_pool(torch.zeros(1, 3, 4), torch.ones(1, 2))
+
+
+def test_fused_layernorm_equals_chapter4_layernorm():
+    from llmbook.bert import FusedLayerNorm
+    from llmbook.layers import LayerNorm
+
+    torch.manual_seed(0)
+    slow, fast = LayerNorm(24, eps=1e-12), FusedLayerNorm(24, eps=1e-12)
+    with torch.no_grad():
+        slow.weight.normal_(), slow.bias.normal_()
+    fast.load_state_dict(slow.state_dict())
+    x = torch.randn(3, 7, 24) * 5 + 2
+    torch.testing.assert_close(fast(x), slow(x), atol=1e-5, rtol=1e-5)

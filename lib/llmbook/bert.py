@@ -54,6 +54,7 @@ from llmbook.layers import FeedForward, LayerNorm
 
 __all__ = [
     "BertConfig",
+    "FusedLayerNorm",
     "Bert",
     "BertOutput",
     "MLMHead",
@@ -137,6 +138,20 @@ class BertConfig:
 
 
 # ---------------------------------------------------------------------------- model
+class FusedLayerNorm(LayerNorm):
+    """``llmbook.layers.LayerNorm`` (same parameters, same maths) run by PyTorch's fused kernel.
+
+    The chapter-4 LayerNorm spells the formula out in six tensor operations; one call of
+    ``F.layer_norm`` does the same in one pass, which is about a tenth of MiniLM's CPU
+    inference time. Agreement with the spelled-out version is tested.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have {self.d_model} features in its last dimension, got shape {tuple(x.shape)}")
+        return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
+
+
 class BertEmbeddings(nn.Module):
     """x_t = LayerNorm(E_token[id_t] + E_segment[seg_t] + E_position[t]), then dropout."""
 
@@ -145,7 +160,7 @@ class BertEmbeddings(nn.Module):
         self.word = nn.Embedding(config.vocab_size, config.hidden_size)
         self.position = nn.Embedding(config.max_position, config.hidden_size)
         self.segment = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.norm = LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.norm = FusedLayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
     def parts(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -165,10 +180,10 @@ class BertLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.attention = MultiHeadAttention(config.hidden_size, config.n_heads, dropout=config.attention_dropout)
-        self.attn_norm = LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.attn_norm = FusedLayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         # BERT puts no dropout inside the FFN, only on its output (self.dropout below).
         self.ffn = FeedForward(config.hidden_size, config.intermediate_size, activation="gelu")
-        self.ffn_norm = LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.ffn_norm = FusedLayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None, return_attention: bool = False):
@@ -416,7 +431,7 @@ class MLMHead(nn.Module):
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.norm = LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.norm = FusedLayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.word_embeddings = word_embeddings  # shared, not copied: the decoder is tied
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
