@@ -40,11 +40,15 @@ lab: $(STAMP)
 
 # Every check. Unit and reference tests first (fast failures), then every notebook
 # top to bottom under nbval, then the widgets in a real browser.
+# All three suites run even when one fails, so one run reports every failure; the
+# exit status is non-zero if any suite failed.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests lib/llmbook --ignore=tests/browser -m "not browser" $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -q --nbval notebooks --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		--nbval-cell-timeout=600 --nbval-current-env --durations=0 $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
+	@fail=""; \
+	$(MAKE) --no-print-directory test-unit || fail="$$fail unit"; \
+	$(MAKE) --no-print-directory test-notebooks || fail="$$fail notebooks"; \
+	$(MAKE) --no-print-directory test-browser || fail="$$fail browser"; \
+	if [ -n "$$fail" ]; then echo "== make test: failed suites:$$fail"; exit 1; fi; \
+	echo "== make test: all suites passed"
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests lib/llmbook --ignore=tests/browser -m "not browser" $(PYTEST_ARGS)
