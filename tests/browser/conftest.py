@@ -301,6 +301,13 @@ class Lab:
         )
         return view.screenshot()
 
+    def view_src(self, index: int = 0) -> list[str]:
+        """The image data the kernel sent to the view (exact, unlike a screenshot, which
+        can differ by anti-aliasing when the layout above the view moves)."""
+        self.view_png(index)  # waits for the images to load
+        imgs = self.page.locator(".llmbook-view").nth(index).locator("img")
+        return [imgs.nth(i).get_attribute("src") or "" for i in range(imgs.count())]
+
     def error_text(self, index: int = 0) -> str:
         return self.page.locator(".llmbook-error").nth(index).inner_text()
 
