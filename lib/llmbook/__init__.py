@@ -3,7 +3,8 @@
 Each module holds the final version of one concept that a chapter derives step by
 step: ``tokenizers`` (chapter 1), ``rnn`` (2), ``attention`` (3), ``layers`` and
 ``transformer`` (4), ``positional`` (5), ``gpt``, ``sampling``, ``train``, ``flops``
-and ``compression`` (6), ``bert`` (7), ``llama``, ``moe`` and ``retrieval`` (8).
+and ``compression`` (6), ``bert`` (7), ``llama``, ``moe``, ``retrieval``,
+``sparse_attention``, ``scaling`` and ``parallel`` (8).
 ``device`` and ``data`` are shared by every chapter; ``viz`` holds the figures and
 widgets.
 """
