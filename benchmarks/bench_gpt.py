@@ -112,7 +112,12 @@ def bench_quality(seconds: float) -> float:
     torch.manual_seed(1337)
     model = GPT(GPTConfig.baby(len(vocab)))
     gb = random_windows(tr, va, 64, 12)
-    res = train(model, gb, TrainConfig.baby_shakespeare(max_seconds=seconds, eval_interval=10**6, progress=False))
+    # nanoGPT's recipe, with the cosine decay spread over the time budget instead of 2000 updates:
+    # a slower machine then still finishes its decay (llmbook.train.lr_at_time)
+    cfg = TrainConfig.baby_shakespeare(max_steps=10**6, max_seconds=seconds, schedule_by_time=True,
+                                       eval_interval=10**6, eval_batches=50, progress=False)
+    res = train(model, gb, cfg)
+    print(f"quality run: {res.step} updates in {res.seconds:.0f} s, last lr {res.last_lr:.1e}", flush=True)
     return res.last_val
 
 

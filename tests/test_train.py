@@ -87,3 +87,24 @@ def test_training_reduces_loss(tmp_path):
     res = train(model, gb, TrainConfig(max_steps=60, lr=1e-2, warmup_steps=5, eval_interval=60, eval_batches=2,
                                        progress=False))
     assert res.evals[-1]["val"] < 0.2
+
+
+def test_time_budget_schedule_decays_by_the_end(tmp_path, monkeypatch):
+    """With schedule_by_time the last update of a timed run is near min_lr; with the step schedule
+    and a long max_steps it is still near the peak (the run stops before the decay). A fake clock
+    (each reading 0.05 s later) makes the test independent of the machine's speed."""
+    import llmbook.train as tr
+
+    with pytest.raises(ValueError, match="schedule_by_time needs max_seconds"):
+        TrainConfig(schedule_by_time=True)
+    clock = iter(range(10**6))
+    monkeypatch.setattr(tr.time, "perf_counter", lambda: 0.05 * next(clock))
+    kw = dict(max_steps=10**6, lr=1e-3, min_lr=1e-4, warmup_steps=2, max_seconds=2.0, checkpoint_path=None,
+              eval_interval=10**6)
+    model, gb, cfg = tiny_setup(tmp_path, schedule_by_time=True, **kw)
+    timed = train(model, gb, cfg)
+    model, gb, cfg = tiny_setup(tmp_path, **kw)
+    stepped = train(model, gb, cfg)
+    assert 10 <= timed.step <= 40 and 10 <= stepped.step <= 40
+    assert timed.last_lr < 1.5e-4, timed.last_lr
+    assert stepped.last_lr > 9.9e-4, stepped.last_lr

@@ -42,6 +42,7 @@ __all__ = [
     "TrainResult",
     "train",
     "lr_at",
+    "lr_at_time",
     "configure_optimizer",
     "estimate_loss",
     "random_windows",
@@ -78,6 +79,7 @@ class TrainConfig:
     checkpoint_interval: int = 0  # also checkpoint every this many updates (0: only at the end)
     stop_after: Optional[int] = None  # stop after this many updates (the schedule still spans max_steps)
     max_seconds: Optional[float] = None  # stop once this much wall-clock time has passed
+    schedule_by_time: bool = False  # with max_seconds: after warm-up the cosine follows elapsed time, not steps
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "grad_accum", "eval_interval", "eval_batches"):
@@ -98,6 +100,8 @@ class TrainConfig:
             raise ValueError(f"stop_after must be >= 0 or None, got {self.stop_after}")
         if self.max_seconds is not None and not self.max_seconds > 0:
             raise ValueError(f"max_seconds must be > 0 or None, got {self.max_seconds}")
+        if self.schedule_by_time and self.max_seconds is None:
+            raise ValueError("schedule_by_time needs max_seconds (the time the cosine decay spans)")
 
     @classmethod
     def baby_shakespeare(cls, **overrides) -> "TrainConfig":
@@ -119,6 +123,7 @@ class TrainResult:
     evals: list = field(default_factory=list)  # dicts {step, train, val}
     tokens: int = 0  # training tokens processed (all processes)
     seconds: float = 0.0  # wall-clock time of this call
+    last_lr: float = float("nan")  # learning rate of the last update
 
     @property
     def last_val(self) -> float:
@@ -136,8 +141,28 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     if step >= cfg.max_steps:
         return cfg.min_lr
-    progress = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
+    return _cosine((step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps), cfg)
+
+
+def _cosine(progress: float, cfg: TrainConfig) -> float:
+    progress = min(1.0, max(0.0, progress))
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+
+
+def lr_at_time(step: int, elapsed: float, warmup_end: float, cfg: TrainConfig) -> float:
+    """Learning rate for a run with a wall-clock budget (``cfg.schedule_by_time``).
+
+    Warm-up counts updates as in :func:`lr_at`; after it (at ``warmup_end`` seconds) the cosine
+    follows the fraction of the remaining time used, so the decay ends when ``max_seconds`` does,
+    however fast the machine is. Runs with this schedule depend on timing and are not repeatable.
+
+    >>> cfg = TrainConfig(lr=1.0, min_lr=0.0, warmup_steps=10, max_seconds=110.0, schedule_by_time=True)
+    >>> [round(lr_at_time(s, t, 10.0, cfg), 3) for s, t in ((0, 0.1), (20, 10.0), (500, 60.0), (900, 110.0))]
+    [0.1, 1.0, 0.5, 0.0]
+    """
+    if step < cfg.warmup_steps:
+        return lr_at(step, cfg)
+    return _cosine((elapsed - warmup_end) / max(1e-9, cfg.max_seconds - warmup_end), cfg)
 
 
 def configure_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
@@ -416,8 +441,16 @@ def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Cal
     bar = tqdm(total=last, initial=result.step, disable=not cfg.progress or rank != 0, desc="training")
     start = time.perf_counter()
     net.train()
+    warmup_end = None
     while result.step < last:
-        lr = lr_at(result.step, cfg)
+        if cfg.schedule_by_time:
+            now = time.perf_counter() - start
+            if warmup_end is None and result.step >= cfg.warmup_steps:
+                warmup_end = now
+            lr = lr_at_time(result.step, now, warmup_end if warmup_end is not None else now, cfg)
+        else:
+            lr = lr_at(result.step, cfg)
+        result.last_lr = lr
         for group in optimizer.param_groups:
             group["lr"] = lr
         total = 0.0
