@@ -1,7 +1,30 @@
 """Pre-train the two small BERTs of chapter 7 (masked LM + next-sentence prediction).
 
-    python scripts/pretrain_bert.py            # both: English (Shakespeare) and Chinese (People's Daily)
-    python scripts/pretrain_bert.py --lang en --steps 3000
+The committed checkpoints were made with exactly these two commands, run side by side
+(defaults: 3,000 steps of 64 pairs, peak learning rate 1e-3, 150 warm-up steps then linear
+decay, seed 0, one thread):
+
+    OMP_NUM_THREADS=1 python scripts/pretrain_bert.py --lang en
+    OMP_NUM_THREADS=1 python scripts/pretrain_bert.py --lang zh
+
+    python scripts/pretrain_bert.py                               # both languages, one after the other
+    python scripts/pretrain_bert.py --lang en --steps 6000        # longer
+
+Recipe, and why it changed. The first committed version ran 300 steps of 32 pairs at a peak
+rate of 2e-3 (15 warm-up steps) and ended on the first plateau of masked-LM training: the model
+answered the most frequent piece (',' or '，') at every [MASK], so its held-out accuracy equalled
+that piece's share of the targets (0.08 for English), and NSP stayed at chance. The masking and the NSP pairs
+were correct (tests/test_bert.py checks both, and that a tiny BERT leaves the plateau on a toy
+task). The plateau simply lasts a few hundred steps; what fixed it is longer training with BERT's
+schedule: 3,000 steps of 64 pairs (192,000 pairs), peak rate 1e-3, a linear warm-up over the
+first 5% of the steps, then linear decay to 5% of the peak (``linear_warmup_decay``).
+Measured with the command above (held-out, 512 pairs; about 30 minutes per language on one
+thread of a busy 2-core machine, both languages run in parallel):
+
+    en: masked-token accuracy 0.253 (most-frequent-piece baseline ',' 0.072), NSP 0.609
+    zh: masked-character accuracy 0.263 (baseline '，' 0.044), NSP 0.631
+
+The held-out curve, with the baseline next to it, is stored in bert_<lang>_curve.json.
 
 English: WordPiece with a vocabulary cut down from all-MiniLM-L6-v2's 30,522 pieces to
 the ones Shakespeare uses most (every single letter stays, so no word becomes [UNK]),
@@ -12,8 +35,8 @@ documents = paragraphs, sentences cut at 。！？.
 Each run writes into data/checkpoints/:
     bert_<lang>.safetensors   float16 weights + config + the held-out accuracy curve (metadata)
     bert_<lang>_vocab.txt     the vocabulary (one piece per line)
-    bert_<lang>_curve.json    the same curve as JSON
-Deterministic for a given --steps and --seed on one machine (CPU, default threads).
+    bert_<lang>_curve.json    the same curve as JSON (plus the most-frequent-piece baseline)
+Deterministic for a given --steps, --seed and --threads on one machine (CPU).
 """
 
 from __future__ import annotations
@@ -32,8 +55,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
 from llmbook.bert import (  # noqa: E402
+    IGNORE_INDEX,
     BertConfig,
     BertForPreTraining,
+    linear_warmup_decay,
     make_nsp_pairs,
     pretraining_accuracy,
     pretraining_batch,
@@ -46,6 +71,7 @@ from llmbook.tokenizers.wordpiece import WordPiece  # noqa: E402
 
 OUT = ROOT / "data" / "checkpoints"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+VAL_PAIRS = 512  # held-out NSP pairs (and their masked pieces) measured during training
 
 
 def english_data(vocab_size: int):
@@ -105,14 +131,19 @@ def pretrain(lang: str, steps: int, seed: int, batch_size: int, vocab_size: int,
     model = BertForPreTraining(config)
     print(f"[{lang}] {sum(p.numel() for p in model.parameters()):,} parameters")
     gen = torch.Generator().manual_seed(seed)
-    val_pairs = make_nsp_pairs(docs_val, 256, seed=seed + 1)
+    val_pairs = make_nsp_pairs(docs_val, VAL_PAIRS, seed=seed + 1)
     val_batch = pretraining_batch(tok, val_pairs, max_len, generator=torch.Generator().manual_seed(seed + 2))
+    # Baseline: always answer the piece that is most frequent among the held-out targets.
+    targets = val_batch["mlm_labels"][val_batch["mlm_labels"] != IGNORE_INDEX]
+    top = torch.mode(targets).values
+    baseline = {"piece": tok.vocab[int(top)], "mlm_acc": (targets == top).float().mean().item(), "n_targets": int(targets.numel())}
+    print(f"[{lang}] {baseline['n_targets']} held-out masked targets; most-frequent-piece baseline {baseline['piece']!r}: {baseline['mlm_acc']:.3f}")
     train_pairs = make_nsp_pairs(docs_train, steps * batch_size, seed=seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     warm = max(1, steps // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, max(0.05, (steps - s) / (steps - warm))))
+    sched = linear_warmup_decay(opt, warmup_steps=warm, total_steps=steps, floor=0.05)
     curve = {"step": [], "mlm_acc": [], "nsp_acc": [], "train_loss": []}
-    every = max(1, steps // 15)
+    every = max(1, steps // 20)
     running = []
     model.train()
     for step in range(steps + 1):
@@ -134,7 +165,11 @@ def pretrain(lang: str, steps: int, seed: int, batch_size: int, vocab_size: int,
         sched.step()
         running.append(out.loss.item())
     OUT.mkdir(parents=True, exist_ok=True)
-    info = {"lang": lang, "steps": steps, "seed": seed, "batch_size": batch_size, "max_len": max_len, "lr": lr, "curve": curve}
+    info = {
+        "lang": lang, "steps": steps, "seed": seed, "batch_size": batch_size, "max_len": max_len, "lr": lr,
+        "warmup_steps": warm, "schedule": "linear warm-up, then linear decay to 5% of the peak",
+        "val_pairs": VAL_PAIRS, "baseline": baseline, "curve": curve, "seconds": round(time.time() - t0),
+    }
     save_checkpoint(model, OUT / f"bert_{lang}.safetensors", config, extra=info)
     (OUT / f"bert_{lang}_vocab.txt").write_text("\n".join(tok.vocab) + "\n", encoding="utf-8")
     (OUT / f"bert_{lang}_curve.json").write_text(json.dumps(info, indent=1) + "\n")
@@ -145,10 +180,10 @@ def pretrain(lang: str, steps: int, seed: int, batch_size: int, vocab_size: int,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lang", choices=["en", "zh", "both"], default="both")
-    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (after the warm-up)")
     # One thread: on a shared, busy CPU, two OpenMP threads spin-waiting on each other
     # were 10x slower than one; on an idle machine pass --threads 2.
     ap.add_argument("--threads", type=int, default=1)
