@@ -542,7 +542,8 @@ def load_gguf(path: str | os.PathLike | None = None, dtype: torch.dtype = torch.
         if got != shape:
             raise ValueError(f"{p}: tensor {gname!r} has shape {got}, expected {shape}")
         arr = gguf.quants.dequantize(t.data, t.tensor_type).reshape(shape)
-        w = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float32))
+        # np.array copies: float32 tensors come back as read-only views of the memory map.
+        w = torch.from_numpy(np.array(arr, dtype=np.float32, order="C"))
         if gname.endswith("attn_q.weight"):
             w = unpermute_qk(w, config.n_head)
         elif gname.endswith("attn_k.weight"):
