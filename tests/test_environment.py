@@ -36,3 +36,22 @@ def test_readme_names_the_two_commands():
     assert "make lab" in readme and "make test" in readme
     for nb in re.findall(r"\(notebooks/([^)]+\.ipynb)\)", readme):
         assert (REPO / "notebooks" / nb).exists(), f"README links notebooks/{nb}, which does not exist"
+
+
+def test_every_notebook_is_in_the_readme_and_notebook_links_resolve():
+    """Each chapter notebook is linked from the README, and every relative .ipynb link in a
+    notebook's markdown (the roadmap in chapter 0, cross references) points to a notebook that exists."""
+    import json
+
+    readme = (REPO / "README.md").read_text()
+    notebooks = sorted((REPO / "notebooks").glob("*.ipynb"))
+    assert notebooks
+    for nb in notebooks:
+        assert f"(notebooks/{nb.name})" in readme, f"README does not link notebooks/{nb.name}"
+        for cell in json.loads(nb.read_text())["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            for target in re.findall(r"\]\(([^)#\s]+\.ipynb)", "".join(cell["source"])):
+                if "://" in target:
+                    continue
+                assert (nb.parent / target).exists(), f"{nb.name} links {target}, which does not exist"
