@@ -64,6 +64,11 @@ GPT3_TRAIN_TOKENS = 300e9
 CHINCHILLA_TOKENS_PER_PARAM = 20.0
 
 
+def _check_positive(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and value > 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
 def _positive_array(name: str, values: Sequence[float]) -> np.ndarray:
     try:
         arr = np.asarray(values, dtype=float)
@@ -160,10 +165,8 @@ def training_compute(n_params: float, tokens: float) -> float:
     >>> f"{training_compute(175e9, 300e9):.2e}"
     '3.15e+23'
     """
-    if not (isinstance(n_params, (int, float)) and n_params > 0):
-        raise ValueError(f"n_params must be a positive number, got {n_params!r}")
-    if not (isinstance(tokens, (int, float)) and tokens > 0):
-        raise ValueError(f"tokens must be a positive number, got {tokens!r}")
+    _check_positive("n_params", n_params)
+    _check_positive("tokens", tokens)
     return 6.0 * float(n_params) * float(tokens)
 
 
@@ -173,10 +176,8 @@ def chinchilla_tokens(n_params: float, tokens_per_param: float = CHINCHILLA_TOKE
     >>> f"{chinchilla_tokens(175e9):.2e}"
     '3.50e+12'
     """
-    if not (isinstance(n_params, (int, float)) and n_params > 0):
-        raise ValueError(f"n_params must be a positive number, got {n_params!r}")
-    if not (isinstance(tokens_per_param, (int, float)) and tokens_per_param > 0):
-        raise ValueError(f"tokens_per_param must be a positive number, got {tokens_per_param!r}")
+    _check_positive("n_params", n_params)
+    _check_positive("tokens_per_param", tokens_per_param)
     return float(n_params) * float(tokens_per_param)
 
 
@@ -187,9 +188,7 @@ def chinchilla_optimal(compute: float, tokens_per_param: float = CHINCHILLA_TOKE
     >>> round(n / 1e9), round(d / 1e12, 1)
     (70, 1.4)
     """
-    if not (isinstance(compute, (int, float)) and compute > 0):
-        raise ValueError(f"compute must be a positive number, got {compute!r}")
-    if not (isinstance(tokens_per_param, (int, float)) and tokens_per_param > 0):
-        raise ValueError(f"tokens_per_param must be a positive number, got {tokens_per_param!r}")
+    _check_positive("compute", compute)
+    _check_positive("tokens_per_param", tokens_per_param)
     n = math.sqrt(compute / (6.0 * tokens_per_param))
     return n, tokens_per_param * n
