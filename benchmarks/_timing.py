@@ -1,0 +1,308 @@
+"""One timing discipline for every benchmark in this folder.
+
+A benchmark compares the book's code (side A) with a reference (side B) in the same
+process. On a shared 2-core machine a single timing of each side says little, so every
+benchmark here does the same four things:
+
+1. **Warm-up**: each side runs ``warmup`` times first, untimed (allocator, caches, lazy
+   initialisation, a first call that compiles a regex or loads a kernel).
+2. **Alternation**: then ``repeats`` rounds; round ``i`` runs the sides forward when ``i``
+   is even and backward when it is odd, so two sides run A B B A A B ... Load from other
+   programs that drifts over time then hits both sides alike, and neither side always
+   runs right after the other.
+3. **Median and spread**: each side's time is the median of its ``repeats`` samples; its
+   spread is the interquartile range (the 25th and 75th percentiles, inclusive method:
+   with 5 samples, the 2nd and 4th smallest).
+4. **Ratios from paired medians**: a ratio A/B is ``median(A) / median(B)``, both
+   medians from the same alternating run; its spread is the interquartile range of the
+   per-round ratios ``A_i / B_i`` (each pair ran side by side, under the same load). A
+   goal (``<= 1.5``, ``>= 6``) is checked at the median and at the pessimistic end of that
+   spread (the upper quartile for ``<=``, the lower for ``>=``).
+
+The thread count is fixed (``set_threads``) and printed with the machine. Each script
+collects its metrics in a ``Results`` and writes them to ``benchmarks/results/<name>.json``;
+``benchmarks/report.py`` merges those into ``benchmarks/results.json`` and prints the
+markdown table.
+
+>>> t = iter([0.0, 1.0, 1.0, 3.0])  # a fake clock: A takes 1 s, B 2 s
+>>> s = measure({"A": lambda: None, "B": lambda: None}, repeats=1, warmup=0, clock=lambda: next(t))
+>>> s["A"].median, s["B"].median, ratio(s["A"], s["B"]).value
+(1.0, 2.0, 0.5)
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).resolve().parent
+RESULTS_DIR = HERE / "results"  # git-ignored: per-script fragments of the last run
+REPORT = HERE / "results.json"  # committed: the merged report
+
+
+def quartiles(xs: list[float]) -> tuple[float, float]:
+    """25th and 75th percentiles, inclusive method (a sample of one is its own quartiles).
+
+    >>> quartiles([5.0, 1.0, 4.0, 2.0, 3.0])
+    (2.0, 4.0)
+    """
+    if not xs:
+        raise ValueError("xs is empty: need at least one sample")
+    if len(xs) == 1:
+        return xs[0], xs[0]
+    q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    return q1, q3
+
+
+@dataclass
+class Timing:
+    """The timed samples (seconds) of one side, in the order they ran."""
+
+    name: str
+    samples: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        return quartiles(self.samples)
+
+    @property
+    def min(self) -> float:
+        return min(self.samples)
+
+    @property
+    def max(self) -> float:
+        return max(self.samples)
+
+    def __str__(self) -> str:
+        lo, hi = self.spread
+        return f"{self.name}: median {_fmt_s(self.median)} (IQR {_fmt_s(lo)}-{_fmt_s(hi)}, n={len(self.samples)})"
+
+
+@dataclass
+class Ratio:
+    """``value = median(A) / median(B)``; ``spread`` = IQR of the per-round ratios."""
+
+    value: float
+    spread: tuple[float, float]
+    pairs: list[float]
+
+    @property
+    def repeats(self) -> int:
+        return len(self.pairs)
+
+
+def _fmt_s(s: float) -> str:
+    return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def schedule(names: list[str], repeats: int) -> list[str]:
+    """The order of the timed calls: forward in even rounds, backward in odd ones.
+
+    >>> "".join(schedule(["A", "B"], 4))
+    'ABBAABBA'
+    >>> "".join(schedule(["A", "B", "C"], 2))
+    'ABCCBA'
+    """
+    order: list[str] = []
+    for i in range(repeats):
+        order += names if i % 2 == 0 else names[::-1]
+    return order
+
+
+def measure(fns: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,
+            clock: Callable[[], float] = time.perf_counter,
+            sync: Callable[[], object] | None = None) -> dict[str, Timing]:
+    """Time each callable ``repeats`` times, alternating sides, after ``warmup`` untimed runs each.
+
+    ``clock`` is any monotonic clock (``time.perf_counter`` for wall time,
+    ``time.process_time`` for the CPU time of single-threaded code); ``sync`` runs before
+    reading the clock (``torch.cuda.synchronize`` on a GPU).
+    """
+    if not fns:
+        raise ValueError("fns is empty: give at least one callable to time")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a non-negative int, got {warmup!r}")
+    names = list(fns)
+    for _ in range(warmup):
+        for name in names:
+            fns[name]()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for name in schedule(names, repeats):
+        if sync is not None:
+            sync()
+        t0 = clock()
+        fns[name]()
+        if sync is not None:
+            sync()
+        samples[name].append(clock() - t0)
+    return {name: Timing(name, ts) for name, ts in samples.items()}
+
+
+def ratio(a: Timing, b: Timing) -> Ratio:
+    """A / B from paired medians; the spread comes from the rounds, pair by pair.
+
+    >>> r = ratio(Timing("a", [2.0, 4.0, 3.0]), Timing("b", [1.0, 1.0, 2.0]))
+    >>> r.value, r.pairs
+    (3.0, [2.0, 4.0, 1.5])
+    """
+    if len(a.samples) != len(b.samples):
+        raise ValueError(f"a and b must come from the same run: {len(a.samples)} vs {len(b.samples)} samples")
+    pairs = [x / y for x, y in zip(a.samples, b.samples)]
+    return Ratio(a.median / b.median, quartiles(pairs), pairs)
+
+
+def throughput(amount: float, t: Timing) -> Ratio:
+    """``amount`` per second at the median time; the spread from the time quartiles."""
+    lo, hi = t.spread
+    return Ratio(amount / t.median, (amount / hi, amount / lo), [amount / s for s in t.samples])
+
+
+def goal_holds(goal: str | None, value: float, spread: tuple[float, float]) -> tuple[bool | None, bool | None]:
+    """Whether a goal such as ``"<= 1.5"`` or ``">= 6"`` holds at the median and at the pessimistic end.
+
+    >>> goal_holds("<= 1.5", 1.2, (1.1, 1.6))
+    (True, False)
+    >>> goal_holds(">= 6", 7.0, (6.5, 7.5))
+    (True, True)
+    """
+    if goal is None:
+        return None, None
+    op, _, target = goal.partition(" ")
+    t = float(target)
+    if op == "<=":
+        return value <= t, max(spread[1], value) <= t
+    if op == ">=":
+        return value >= t, min(spread[0], value) >= t
+    raise ValueError(f"goal must look like '<= 1.5' or '>= 6', got {goal!r}")
+
+
+def quick_mode(argv: list[str] | None = None) -> bool:
+    """``--quick`` on the command line or ``BENCH_QUICK=1``: small sizes, a smoke test only."""
+    argv = sys.argv[1:] if argv is None else argv
+    return "--quick" in argv or os.environ.get("BENCH_QUICK", "") not in ("", "0")
+
+
+def set_threads(n: int | None = None) -> int:
+    """Fix torch's intra-op thread count (``BENCH_THREADS``, default 2 or fewer cores); return it."""
+    import torch
+
+    if n is None:
+        n = int(os.environ.get("BENCH_THREADS", min(2, os.cpu_count() or 1)))
+    torch.set_num_threads(n)
+    return torch.get_num_threads()
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict:
+    import torch
+
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "load_average_1min": round(os.getloadavg()[0], 2),
+    }
+
+
+def print_machine(info: dict | None = None) -> dict:
+    info = machine_info() if info is None else info
+    print(f"torch {info['torch']}, {info['threads']} threads, {info['cores']} cores ({info['cpu']}), "
+          f"load average {info['load_average_1min']}", flush=True)
+    return info
+
+
+@dataclass
+class Results:
+    """The metrics of one benchmark script: printed as ``name=value`` and written as JSON."""
+
+    bench: str
+    quick: bool = False
+    metrics: dict = field(default_factory=dict)
+
+    def add(self, name: str, r: Ratio | float, *, goal: str | None = None, description: str = "",
+            reference: str | None = None, unit: str = "x", repeats: int | None = None,
+            higher_is_better: bool | None = None, digits: int = 3) -> None:
+        """Record a metric; ``r`` is a ``Ratio`` (value, spread, repeats) or a bare number (one run)."""
+        if isinstance(r, Ratio):
+            value, spread, n = r.value, r.spread, r.repeats
+        else:
+            value, spread, n = float(r), (float(r), float(r)), (repeats or 1)
+        at_median, pessimistic = goal_holds(goal, value, spread)
+        info = machine_info()
+        self.metrics[name] = {
+            "value": value,
+            "spread": list(spread),
+            "spread_kind": "interquartile range over repeats" if n > 1 else "single run",
+            "repeats": n,
+            "unit": unit,
+            "goal": goal,
+            "goal_holds_at_median": at_median,
+            "goal_holds_pessimistic": pessimistic,
+            "higher_is_better": higher_is_better,
+            "reference": reference,
+            "description": description,
+            "benchmark": self.bench,
+            "threads": info["threads"],
+            "torch": info["torch"],
+            "cpu": info["cpu"],
+            "date": info["date"],
+            "load_average_1min": info["load_average_1min"],
+            "quick": self.quick,
+            "digits": digits,
+        }
+
+    def print(self) -> None:
+        """The machine-readable lines, last: ``name=value`` (as before), then goal status."""
+        for name, m in self.metrics.items():
+            print(f"{name}={m['value']:.{m['digits']}g}")
+        for name, m in self.metrics.items():
+            lo, hi = m["spread"]
+            status = ""
+            if m["goal"]:
+                status = (f"  goal {m['goal']}: median {'holds' if m['goal_holds_at_median'] else 'MISSES'}, "
+                          f"pessimistic end {'holds' if m['goal_holds_pessimistic'] else 'MISSES'}")
+            print(f"#   {name}: {m['value']:.{m['digits']}g} [IQR {lo:.{m['digits']}g}-{hi:.{m['digits']}g}, "
+                  f"n={m['repeats']}]{status}")
+
+    def write(self, directory: Path | None = None) -> Path:
+        """Write ``<directory>/<bench>.json`` (``benchmarks/results/``, ``.../quick/`` in quick mode)."""
+        directory = directory or (RESULTS_DIR / "quick" if self.quick else RESULTS_DIR)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{self.bench}.json"
+        path.write_text(json.dumps({"bench": self.bench, "quick": self.quick, "machine": machine_info(),
+                                    "metrics": self.metrics}, indent=2) + "\n")
+        return path
+
+    def finish(self) -> None:
+        self.print()
+        self.write()
+
+
+__all__ = ["Timing", "Ratio", "Results", "measure", "ratio", "throughput", "schedule", "quartiles",
+           "goal_holds", "quick_mode", "set_threads", "machine_info", "print_machine"]
