@@ -13,6 +13,9 @@ Prints, last and one per line, ``name=value``:
 - ``encode_ratio_vs_tiktoken_mixed``: the same on ~1 MB of mixed text (3/4 English,
   1/4 Chinese by bytes). Chinese is the hard case for a Python encoder: cl100k's split
   leaves whole clauses as one piece, pieces rarely repeat, and each needs dozens of merges.
+- ``encode_long_word_ratio_vs_tiktoken``: our cl100k encoding time / tiktoken's on one
+  10,000-letter word (a single pre-token: the worst case of the merge loop). Lower is
+  better; target <= 50 (it was ~300 when each merge rescanned the piece).
 - the lines of ``benchmarks/_bench_unigram.py`` if that file exists (part B of the
   chapter: ``unigram_train_ratio_vs_sentencepiece``).
 
@@ -148,6 +151,8 @@ def main() -> None:
               f"tiktoken {n_bytes / t_ref / 1e6:.2f} MB/s")
         results[name] = t_ref / t_ours
 
+    results["encode_long_word_ratio_vs_tiktoken"] = long_word_ratio(ours, ref)  # issue 17
+
     # 4. part B's Unigram benchmark, if present
     extra = Path(__file__).with_name("_bench_unigram.py")
     extra_lines: list[str] = []
@@ -162,6 +167,32 @@ def main() -> None:
         print(f"{name}={value:.3g}")
     for line in extra_lines:
         print(line)
+
+
+# ---- long-word encoding (issue 17): one pre-token of 10k letters, our time / tiktoken's
+def long_word_ratio(ours: "ByteBPETokenizer", ref, n_letters: int = 10_000, repeat: int = 3) -> float:
+    """Time ratio (ours / tiktoken) for encoding one ``n_letters``-letter word, cold cache."""
+    import random
+
+    rng = random.Random(0)
+    word = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(n_letters))
+
+    def encode_cold():
+        ours._cache.clear()
+        return ours.encode(word)
+
+    if encode_cold() != ref.encode_ordinary(word):
+        sys.exit("long word: our ids differ from tiktoken's")
+    t_ours, t_ref = [], []
+    for _ in range(repeat):
+        t0 = time.process_time()
+        encode_cold()
+        t_ours.append(time.process_time() - t0)
+        t0 = time.process_time()
+        ref.encode_ordinary(word)
+        t_ref.append(time.process_time() - t0)
+    print(f"cl100k encoding of one {n_letters:,}-letter word: ours {min(t_ours):.4f} s, tiktoken {min(t_ref):.4f} s")
+    return min(t_ours) / max(min(t_ref), 1e-9)
 
 
 if __name__ == "__main__":
