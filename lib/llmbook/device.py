@@ -16,7 +16,8 @@ import random
 import numpy as np
 import torch
 
-__all__ = ["default_device", "seed_everything", "describe_device", "ENV_VAR"]
+__all__ = ["default_device", "seed_everything", "describe_device", "ENV_VAR", "model_device", "values_checkable",
+           "check_index_range", "check_on_device"]
 
 ENV_VAR = "LLMBOOK_DEVICE"
 _KNOWN = ("cpu", "cuda", "mps")
@@ -91,3 +92,78 @@ def describe_device(device: torch.device | None = None) -> str:
     # Thread counts and CPU names are left out so that the line is the same on every
     # CPU machine and the committed notebook outputs stay comparable.
     return f"cpu, torch {torch.__version__}"
+
+
+# ---------------------------------------------------------------- checks without host syncs
+
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    """The device of ``model``'s first parameter (or buffer): where its inputs must live.
+
+    >>> model_device(torch.nn.Linear(2, 2))
+    device(type='cpu')
+    """
+    for t in model.parameters():
+        return t.device
+    for t in model.buffers():
+        return t.device
+    return torch.device("cpu")
+
+
+def values_checkable(t: torch.Tensor) -> bool:
+    """True when reading ``t``'s values costs no device sync and breaks no compiled graph.
+
+    That is: ``t`` is on the CPU and no ``torch.compile`` trace is running. Value checks
+    (an id out of range, a NaN) raise clear errors only then; on a GPU they become
+    asynchronous device asserts (``check_index_range``) or are skipped, because reading
+    one number back stalls the GPU until all queued work is done.
+    """
+    return t.device.type == "cpu" and not torch.compiler.is_compiling()
+
+
+def check_index_range(name: str, t: torch.Tensor, high: int, low: int = 0, ignore_index: int | None = None,
+                      what: str = "token ids") -> None:
+    """Check that every value of the integer tensor ``t`` lies in ``[low, high)`` (or equals ``ignore_index``).
+
+    The one token-id check of every model (GPT, BERT, LLaMA, MoE) and of targets and labels.
+    On the CPU it raises ``ValueError`` naming ``name`` and the offending range; on CUDA it
+    queues an asynchronous device assert (no host sync); on other devices, on ``meta`` and
+    under ``torch.compile`` tracing it checks nothing.
+
+    >>> check_index_range("idx", torch.tensor([[0, 4]]), high=5)
+    >>> check_index_range("idx", torch.tensor([[0, 5]]), high=5)
+    Traceback (most recent call last):
+    ...
+    ValueError: idx: token ids must be in [0, 5); 1 are not, ranging over [5, 5]
+    """
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor of {what}, got dtype {t.dtype}")
+    if t.numel() == 0 or torch.compiler.is_compiling():
+        return
+    if t.device.type == "cpu":
+        lo, hi = (int(v) for v in torch.aminmax(t))  # one pass over t
+        if lo >= low and hi < high:
+            return
+        bad = (t < low) | (t >= high)
+        if ignore_index is not None:
+            bad &= t != ignore_index
+        if bool(bad.any()):
+            vals = t[bad]
+            also = f" (or {ignore_index} to ignore a position)" if ignore_index is not None else ""
+            raise ValueError(f"{name}: {what} must be in [{low}, {high}){also}; {vals.numel()} are not, "
+                             f"ranging over [{int(vals.min())}, {int(vals.max())}]")
+    elif t.device.type == "cuda":
+        ok = (t >= low) & (t < high)
+        if ignore_index is not None:
+            ok |= t == ignore_index
+        torch._assert_async(ok.all(), f"{name}: {what} out of range [{low}, {high})")
+
+
+def check_on_device(name: str, t: torch.Tensor, device: torch.device) -> None:
+    """Raise ``ValueError`` if ``t`` is not on ``device`` (the model's), saying how to move it.
+
+    >>> check_on_device("idx", torch.zeros(1), torch.device("cpu"))
+    """
+    if t.device.type != device.type or (device.index is not None and t.device.index not in (None, device.index)):
+        raise ValueError(f"{name} is on {t.device} but the model is on {device}; move it with "
+                         f"{name}.to({str(device)!r}) (or llmbook.device.model_device(model))")

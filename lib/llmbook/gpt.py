@@ -32,6 +32,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .device import check_index_range, check_on_device, model_device, values_checkable
 from .sampling import sample_next
 
 __all__ = ["GPTConfig", "GPT", "KVCache", "causal_mask", "GPT3_SIZES"]
@@ -179,22 +180,32 @@ class KVCache:
     """Keys and values of every layer for the positions seen so far.
 
     Buffers are allocated once at ``block_size`` length; ``pos`` counts filled slots.
+    With ``device``/``dtype`` left as None they are allocated at the first ``append``,
+    on the device and in the dtype of the keys the model produces, so a cache built
+    without naming a device works wherever the model lives.
     A generated sequence longer than ``block_size`` cannot extend the cache (learned
     position embeddings stop at ``block_size``): ``GPT.generate`` then recomputes the
     last ``block_size`` tokens each step, exactly as the uncached model does.
     """
 
-    def __init__(self, config: GPTConfig, batch_size: int, device: torch.device | str = "cpu",
-                 dtype: torch.dtype = torch.float32):
+    def __init__(self, config: GPTConfig, batch_size: int, device: torch.device | str | None = None,
+                 dtype: torch.dtype | None = None):
         if not isinstance(config, GPTConfig):
             raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        shape = (batch_size, config.n_head, config.block_size, config.head_dim)  # (B, H, block, D)
-        self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.n_layer)]
-        self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.n_layer)]
+        self.shape = (batch_size, config.n_head, config.block_size, config.head_dim)  # (B, H, block, D)
+        self.n_layer = config.n_layer
+        self.k: list[torch.Tensor] = []
+        self.v: list[torch.Tensor] = []
+        if device is not None:
+            self._allocate(torch.device(device), dtype or torch.float32)
         self.block_size = config.block_size
         self.pos = 0
+
+    def _allocate(self, device: torch.device, dtype: torch.dtype) -> None:
+        self.k = [torch.zeros(self.shape, device=device, dtype=dtype) for _ in range(self.n_layer)]
+        self.v = [torch.zeros(self.shape, device=device, dtype=dtype) for _ in range(self.n_layer)]
 
     def reset(self) -> None:
         self.pos = 0
@@ -205,6 +216,8 @@ class KVCache:
         end = self.pos + T
         if end > self.block_size:
             raise ValueError(f"the cache holds {self.block_size} positions; {self.pos} filled + {T} new is too many")
+        if not self.k:
+            self._allocate(k.device, k.dtype)
         self.k[layer][:, :, self.pos:end] = k
         self.v[layer][:, :, self.pos:end] = v
         return self.k[layer][:, :, :end], self.v[layer][:, :, :end]  # (B, H, S, D)
@@ -341,19 +354,33 @@ class GPT(nn.Module):
         return n
 
     def _check_idx(self, idx: torch.Tensor, offset: int) -> None:
+        """Shape, dtype, device and id range of ``idx``: one cheap pass, no host sync off the CPU."""
         if not isinstance(idx, torch.Tensor):
-            raise TypeError(f"idx must be a torch.Tensor of token ids, got {type(idx).__name__}")
-        if idx.dim() != 2 or idx.dtype not in (torch.long, torch.int, torch.int32, torch.int64):
-            raise ValueError(f"idx must be a (B, T) integer tensor, got shape {tuple(idx.shape)} dtype {idx.dtype}")
+            raise TypeError(f"idx must be a (B, T) torch.Tensor of token ids, got {type(idx).__name__}"
+                            + ("; wrap it as torch.tensor([ids]) (a batch of one)" if isinstance(idx, (list, tuple)) else ""))
+        if idx.dim() != 2 or idx.dtype not in (torch.long, torch.int32):
+            hint = "; add a batch dimension: idx.unsqueeze(0) or idx[None]" if idx.dim() == 1 else ""
+            raise ValueError(f"idx must be a (B, T) integer tensor, got shape {tuple(idx.shape)} dtype {idx.dtype}{hint}")
         if idx.shape[1] < 1:
             raise ValueError("idx is empty: give at least one token")
         if offset + idx.shape[1] > self.config.block_size:
             raise ValueError(f"sequence of {offset + idx.shape[1]} positions is longer than block_size="
                              f"{self.config.block_size}; crop it (generate() crops prompts for you)")
-        if idx.numel() and not idx.device.type == "meta":
-            lo, hi = int(idx.min()), int(idx.max())
-            if lo < 0 or hi >= self.config.vocab_size:
-                raise ValueError(f"token ids must be in [0, {self.config.vocab_size}), got range [{lo}, {hi}]")
+        check_on_device("idx", idx, self.wte.weight.device)
+        check_index_range("idx", idx, self.config.vocab_size)
+
+    def _check_targets(self, targets: torch.Tensor, idx: torch.Tensor) -> None:
+        """Targets: ids in [0, vocab_size) or -1 (ignored), same shape as idx, not all ignored."""
+        if not isinstance(targets, torch.Tensor) or targets.shape != idx.shape:
+            raise ValueError(f"targets must be a tensor of shape {tuple(idx.shape)} (that of idx), "
+                             f"got {tuple(getattr(targets, 'shape', ())) or type(targets).__name__}")
+        check_on_device("targets", targets, idx.device)
+        check_index_range("targets", targets, self.config.vocab_size, ignore_index=-1)
+        if values_checkable(targets):
+            if not bool((targets != -1).any()):
+                raise ValueError("targets: every position is -1 (ignored), so there is no loss to compute")
+        elif targets.device.type == "cuda" and not torch.compiler.is_compiling():
+            torch._assert_async((targets != -1).any(), "targets: every position is -1 (ignored)")
 
     def hidden_states(self, idx: torch.Tensor, kv_cache: KVCache | None = None,
                       return_attention: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
@@ -378,8 +405,7 @@ class GPT(nn.Module):
         logits = self.lm_head(x)  # (B, T, V)
         loss = None
         if targets is not None:
-            if not isinstance(targets, torch.Tensor) or targets.shape != idx.shape:
-                raise ValueError(f"targets must be a tensor of shape {tuple(idx.shape)}")
+            self._check_targets(targets, idx)
             loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.reshape(-1), ignore_index=-1)
         if return_attention:
             return logits, loss, attentions
@@ -391,6 +417,8 @@ class GPT(nn.Module):
                  use_cache: bool = True) -> torch.Tensor:
         """Extend ``idx`` (B, T) by ``max_new_tokens`` tokens; returns (B, T + max_new_tokens).
 
+        ``idx`` is moved to the model's device first (the result lives there too).
+
         A prompt longer than ``block_size`` is cropped to its last ``block_size`` tokens
         before the first step (the model cannot see further back); the returned tensor
         still starts with the full prompt. ``temperature=0`` is greedy decoding. With
@@ -400,7 +428,9 @@ class GPT(nn.Module):
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
         sample_next(torch.zeros(1), temperature, top_k, top_p)  # validates the sampling arguments early
-        self._check_idx(idx[:, -self.config.block_size:], 0)
+        if isinstance(idx, torch.Tensor) and idx.dim() == 2:
+            idx = idx.to(model_device(self))  # a prompt made on the CPU follows the model
+        self._check_idx(idx if not isinstance(idx, torch.Tensor) or idx.dim() != 2 else idx[:, -self.config.block_size:], 0)
         was_training = self.training
         self.eval()
         bs = self.config.block_size
