@@ -63,3 +63,33 @@ def test_long_single_piece_matches_tiktoken(cl100k, alphabet):
     rng = random.Random(len(alphabet))
     word = "".join(rng.choice(alphabet) for _ in range(20_000))
     assert cl100k.encode(word) == ref.encode_ordinary(word)
+
+
+def _quadratic_apply_merges(seq, ranks, first_id):
+    """Character-level BPE encoding as written before issue 17 (a rescan per merge)."""
+    from llmbook.tokenizers.bpe import merge_pair
+
+    while len(seq) > 1:
+        best = min((ranks[p] for p in zip(seq, seq[1:]) if p in ranks), default=None)
+        if best is None:
+            break
+        pair = next(p for p in zip(seq, seq[1:]) if ranks.get(p) == best)
+        seq = merge_pair(seq, pair, first_id + best)
+    return seq
+
+
+@pytest.fixture(scope="module")
+def char_bpe():
+    from llmbook.tokenizers import BPETokenizer
+
+    return BPETokenizer.train("aaab abab bbba aabb " * 20 + "banana bandana cabana", vocab_size=40)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(word=st.text(alphabet="abnd", max_size=120))
+def test_char_bpe_heap_merge_equals_quadratic_merge(char_bpe, word):
+    from llmbook.tokenizers.bpe import apply_merges
+
+    seq = [char_bpe._char_id.get(c, 0) for c in word]
+    first = len(char_bpe.alphabet) + 1
+    assert apply_merges(list(seq), char_bpe._ranks, first) == _quadratic_apply_merges(list(seq), char_bpe._ranks, first)

@@ -212,26 +212,54 @@ def train_merges(
 def apply_merges(seq: list[int], ranks: dict[Pair, int], first_id: int) -> list[int]:
     """Encode one pre-token: merge the adjacent pair of lowest rank until none applies.
 
-    ``ranks``: pair -> merge index k (the merge created ``first_id + k``).
+    ``ranks``: pair -> merge index k (the merge created ``first_id + k``, so a pair that
+    contains it has a rank above k, as in any trained tokenizer). Equal pairs merge left
+    to right, as :func:`merge_pair` does. The candidate pairs sit in a heap keyed by
+    (rank, position) over a linked list of symbols, so a long word costs O(n log n), not
+    a rescan of the word per merge (see :func:`llmbook.tokenizers.byte_bpe.bpe_encode_piece`).
 
     >>> apply_merges([0, 1, 2], {(0, 1): 0, (3, 2): 1}, first_id=3)
     [4]
+    >>> apply_merges([5, 5, 5, 5, 5], {(5, 5): 0}, first_id=6)
+    [6, 6, 5]
     """
-    while len(seq) > 1:
-        best = None
-        for pair in zip(seq, seq[1:]):
-            r = ranks.get(pair)
-            if r is not None and (best is None or r < best):
-                best = r
-        if best is None:
-            break
-        new_id = first_id + best
-        # The pair of rank `best` is the one that made new_id; recover it from the sequence.
-        for pair in zip(seq, seq[1:]):
-            if ranks.get(pair) == best:
-                seq = merge_pair(seq, pair, new_id)
-                break
-    return seq
+    n = len(seq)
+    if n < 2:
+        return list(seq)
+    sym = list(seq)  # sym[i]: id of the part that starts at position i
+    nxt = list(range(1, n + 1))  # where the part starting at i ends
+    prv = list(range(-1, n - 1))  # start of the previous part (-1: none)
+    alive = [True] * n
+    get = ranks.get
+    # Entry (rank, i, end): parts i and nxt[i] make the pair, ending at `end`; an entry
+    # whose parts have changed since it was pushed no longer matches (i, end): skipped.
+    heap = [(r, i, i + 2) for i in range(n - 1) if (r := get((sym[i], sym[i + 1]))) is not None]
+    heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
+    while heap:
+        r, i, end = pop(heap)
+        j = nxt[i] if alive[i] else n
+        if j >= n or nxt[j] != end:
+            continue
+        alive[j] = False
+        nxt[i] = end
+        sym[i] = first_id + r
+        if end < n:
+            prv[end] = i
+            r2 = get((sym[i], sym[end]))
+            if r2 is not None:
+                push(heap, (r2, i, nxt[end]))
+        p = prv[i]
+        if p >= 0:
+            r2 = get((sym[p], sym[i]))
+            if r2 is not None:
+                push(heap, (r2, p, end))
+    out = []
+    i = 0
+    while i < n:
+        out.append(sym[i])
+        i = nxt[i]
+    return out
 
 
 class BPETokenizer(Tokenizer):
