@@ -18,7 +18,8 @@ Covered
 
 Fully masked rows (a query allowed to see no key at all) are defined here, not NaN:
 their attention weights are all zero and their output is the zero vector, which is
-also what PyTorch's fused kernel returns. Gradients through such rows are zero.
+also what PyTorch's ``F.scaled_dot_product_attention`` returns from torch 2.5 on (earlier
+versions give NaN; hence ``torch>=2.5`` in pyproject.toml). Gradients through such rows are zero.
 
 Left out: relative / rotary positions (chapter 5), KV caches and grouped-query
 attention (chapter 8), ``add_bias_kv`` / ``add_zero_attn`` of ``nn.MultiheadAttention``.
