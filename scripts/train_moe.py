@@ -6,9 +6,12 @@ schedule, seed and loop (``llmbook.train``), then measures every model's validat
 loss on 100 fixed batches and its expert usage per layer, and writes a small JSON
 file that chapter 8 plots:
 
-    python scripts/train_moe.py --steps 2000 --out data/results/ch08_moe.json
+    OMP_NUM_THREADS=1 python scripts/train_moe.py --steps 2000 --out data/results/ch08_moe.json
 
-(about 13 minutes on one CPU core: three models, two seeds, about 2 minutes a run).
+(about 22 minutes on one CPU core: three models, three seeds, about 2.5 minutes a run).
+Data: ``load_splits("shakespeare")`` (every play cut 80/10/10). Curves and every comparison
+use the validation part; the test part is measured once per run at the end and reported
+alongside (never used for a decision).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))  # run from a checkout without installing
 
 from llmbook.charvocab import CharVocab  # noqa: E402
-from llmbook.data import load_text, split_text  # noqa: E402
-from llmbook.device import seed_everything  # noqa: E402
+from llmbook.data import load_splits  # noqa: E402
+from llmbook.device import default_device, seed_everything  # noqa: E402
 from llmbook.gpt import GPT, GPTConfig  # noqa: E402
 from llmbook.moe import MoEGPT, count_parameters  # noqa: E402
 from llmbook.train import TrainConfig, estimate_loss, random_windows, train  # noqa: E402
@@ -74,38 +77,48 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--aux-loss-weight", type=float, default=0.01)
     p.add_argument("--eval-interval", type=int, default=250)
     p.add_argument("--final-eval-batches", type=int, default=100)
-    p.add_argument("--seeds", type=int, nargs="+", default=[1337, 1338], help="one run per seed and model")
+    p.add_argument("--seeds", type=int, nargs="+", default=[1337, 1338, 1339], help="one run per seed and model")
     p.add_argument("--models", nargs="+", choices=sorted(MODELS), default=list(MODELS))
     p.add_argument("--out", default=None, help="JSON file for the results")
     args = p.parse_args(argv)
 
-    text = load_text("shakespeare")
-    vocab = CharVocab.from_text(text)
-    train_text, val_text = split_text(text, 0.1)
-    train_ids = torch.tensor(vocab.encode(train_text))
-    val_ids = torch.tensor(vocab.encode(val_text))
+    splits = load_splits("shakespeare")
+    vocab = CharVocab.from_text(splits.train + splits.val + splits.test)  # every character has an id
+    train_ids = torch.tensor(vocab.encode(splits.train))
+    val_ids = torch.tensor(vocab.encode(splits.val))
+    test_ids = torch.tensor(vocab.encode(splits.test))
     config = GPTConfig.baby(len(vocab))
-    get_batch = random_windows(train_ids, val_ids, config.block_size, args.batch_size)
-    results = {"config": {k: v for k, v in vars(args).items() if k not in ("out", "models")},
-               "torch": torch.__version__, "threads": torch.get_num_threads(), "models": {}}
+    device = default_device()  # CUDA > MPS > CPU; LLMBOOK_DEVICE overrides
+    get_batch = random_windows(train_ids, val_ids, config.block_size, args.batch_size, device)
+    get_test = random_windows(train_ids, test_ids, config.block_size, args.batch_size, device)  # its "val" is test
+    command = "OMP_NUM_THREADS=1 python scripts/train_moe.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    results = {"meta": {"command": command, "steps": args.steps, "seeds": args.seeds,
+                        "split": "load_splits(shakespeare) 80/10/10",
+                        "decisions": "validation part; test part measured once per run, reported only"},
+               "config": {k: v for k, v in vars(args).items() if k not in ("out", "models")},
+               "device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads(), "models": {}}
     for name in args.models:
-        row = {"spec": MODELS[name], "val_loss_by_seed": {}}
+        row = {"spec": MODELS[name], "val_loss_by_seed": {}, "test_loss_by_seed": {}}
         for i, seed in enumerate(args.seeds):
             seed_everything(seed)
-            model = build(name, config, args.aux_loss_weight)
+            model = build(name, config, args.aux_loss_weight).to(device)
             cfg = TrainConfig(max_steps=args.steps, lr=args.lr, min_lr=args.min_lr, warmup_steps=args.warmup,
-                              eval_interval=args.eval_interval, eval_batches=20, seed=seed, progress=False)
+                              eval_interval=args.eval_interval, eval_batches=20, seed=seed, device=str(device),
+                              progress=False)
             t0 = time.perf_counter()
             run = train(model, get_batch, cfg, callback=lambda r: print(name, seed, r.evals[-1], flush=True))
             seconds = time.perf_counter() - t0
             val = estimate_loss(model, get_batch, "val", n_batches=args.final_eval_batches, seed=0)
             row["val_loss_by_seed"][str(seed)] = val
+            row["test_loss_by_seed"][str(seed)] = estimate_loss(model, get_test, "val",
+                                                                n_batches=args.final_eval_batches, seed=0)
             if i == 0:  # curves, usage and timing of the first seed
                 row.update(parameters=count_parameters(model), evals=run.evals, seconds=round(seconds, 1))
                 if isinstance(model, MoEGPT):
                     row["expert_usage"] = expert_usage(model, get_batch, args.final_eval_batches)
             print(f"{name} seed {seed}: val {val:.4f} nats/char, {row['parameters']}, {seconds:.0f} s", flush=True)
         row["val_loss"] = sum(row["val_loss_by_seed"].values()) / len(args.seeds)
+        row["test_loss"] = sum(row["test_loss_by_seed"].values()) / len(args.seeds)
         results["models"][name] = row
     if args.out:
         out = Path(args.out)
