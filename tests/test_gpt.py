@@ -80,6 +80,17 @@ def test_init_scales_residual_projections_and_ties_weights():
     assert abs(model.blocks[0].attn.c_attn.weight.std().item() - 0.02) < 0.002
 
 
+
+def test_gpt1_preset_uses_plain_init_and_gpt2_3_the_scaled_one():
+    # GPT-1 initialised every weight N(0, 0.02); the 1/sqrt(2 n_layer) residual scaling is GPT-2's.
+    assert GPTConfig.gpt1().scaled_residual_init is False
+    assert GPTConfig.gpt2_small().scaled_residual_init and GPTConfig.gpt3("small").scaled_residual_init
+    torch.manual_seed(0)
+    plain = GPT(small(n_layer=8, d_model=128, d_ff=512, scaled_residual_init=False))
+    for proj in (plain.blocks[0].attn.c_proj, plain.blocks[0].mlp.c_proj):
+        assert abs(proj.weight.std().item() - 0.02) < 0.002
+
+
 def test_loss_at_init_is_near_log_vocab():
     torch.manual_seed(0)
     model = GPT(small())

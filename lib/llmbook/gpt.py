@@ -4,7 +4,7 @@ Covers: token + learned position embeddings, a stack of blocks of masked (causal
 multi-head self-attention and a GELU feed-forward network, Post-LN (GPT-1) or Pre-LN
 with a final LayerNorm (GPT-2, GPT-3), GPT-3's alternating dense / locally banded
 attention, GPT-2 style initialisation (N(0, 0.02), residual projections scaled by
-1/sqrt(2 n_layer)), weight tying between the embedding and the output layer, attention
+1/sqrt(2 n_layer); ``scaled_residual_init=False`` for GPT-1's plain N(0, 0.02)), weight tying between the embedding and the output layer, attention
 weights on request (``return_attention=True``), and generation with a key/value cache.
 
 Leaves out: GPT-3's exact strided sparse kernels (the banded layers here use a dense
@@ -64,7 +64,7 @@ class GPTConfig:
     n_head: int = 12  # attention heads per block (must divide d_model)
     d_model: int = 768  # width of the residual stream
     d_ff: int = 3072  # inner width of the feed-forward network (4 d_model in all GPTs)
-    dropout: float = 0.0  # residual, embedding and attention dropout (0.1 in GPT-1/2/3 pre-training)
+    dropout: float = 0.0  # residual, embedding and attention dropout (0.1 in GPT-1 and GPT-2; GPT-3's paper states none, its preset uses 0)
     bias: bool = True  # biases in Linear layers and LayerNorms (the GPTs all have them)
     pre_norm: bool = True  # True: Pre-LN (GPT-2/3); False: Post-LN (GPT-1)
     final_norm: bool = True  # an extra LayerNorm after the last block (added by GPT-2)
@@ -72,6 +72,7 @@ class GPTConfig:
     sparse_pattern: Optional[str] = None  # None: all dense; "alternating": odd layers locally banded (GPT-3)
     local_window: int = 256  # width of the band in banded layers (the GPT-3 paper does not give it)
     layer_norm_eps: float = 1e-5  # epsilon inside LayerNorm
+    scaled_residual_init: bool = True  # GPT-2's init: residual projections get std 0.02/sqrt(2 n_layer) (GPT-1: plain 0.02)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model", "d_ff", "local_window"):
@@ -100,7 +101,7 @@ class GPTConfig:
     def gpt1(cls, **overrides) -> "GPTConfig":
         """GPT-1: 12 x 768, 12 heads, FFN 3072, 512 context, 40,478 BPE tokens, Post-LN, ~117M."""
         base = cls(vocab_size=40478, block_size=512, n_layer=12, n_head=12, d_model=768, d_ff=3072,
-                   dropout=0.1, pre_norm=False, final_norm=False, tie_weights=True)
+                   dropout=0.1, pre_norm=False, final_norm=False, tie_weights=True, scaled_residual_init=False)
         return replace(base, **overrides)
 
     @classmethod
@@ -142,7 +143,12 @@ class GPTConfig:
 
     @classmethod
     def baby(cls, vocab_size: int = 65, **overrides) -> "GPTConfig":
-        """nanoGPT's CPU "baby GPT": 4 layers, 4 heads, 128 wide, 64 context (character level)."""
+        """A reduced "baby GPT" for CPUs: 4 layers, 4 heads, 128 wide, 64 context (character level).
+
+        These are the smaller settings nanoGPT's README suggests for training Shakespeare on a
+        CPU; nanoGPT's own "baby GPT" (config/train_shakespeare_char.py) is 6 layers, 6 heads,
+        384 wide, 256 context.
+        """
         base = cls(vocab_size=vocab_size, block_size=64, n_layer=4, n_head=4, d_model=128, d_ff=512,
                    dropout=0.0, pre_norm=True, final_norm=True, tie_weights=True)
         return replace(base, **overrides)
@@ -335,7 +341,7 @@ class GPT(nn.Module):
     def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
             std = 0.02
-            if getattr(module, "residual_scaled", False):
+            if self.config.scaled_residual_init and getattr(module, "residual_scaled", False):
                 # Each block adds two outputs to the residual stream; scaling keeps its variance flat with depth.
                 std = 0.02 / math.sqrt(2 * self.config.n_layer)
             nn.init.normal_(module.weight, mean=0.0, std=std)
