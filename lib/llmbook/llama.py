@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from llmbook.device import check_index_range, check_on_device, model_device
 from llmbook.positional import apply_rope, rope_cache
 from llmbook.sampling import sample_next
 
@@ -178,6 +179,9 @@ class KVCache:
 
     ``k[layer]`` and ``v[layer]`` have shape (B, G, max_len, hd); ``length`` counts the
     positions filled so far. Storing G key/value heads rather than H is GQA's saving.
+    With ``device`` left as None the buffers are allocated at the first write, on the
+    device and in the dtype of the model's keys (``dtype``, if given, is then ignored
+    only in the sense that the keys' dtype wins).
     """
 
     def __init__(self, config: LlamaConfig, batch_size: int, max_len: int,
@@ -186,15 +190,25 @@ class KVCache:
             raise TypeError(f"config must be a LlamaConfig, got {type(config).__name__}")
         _check_positive_int("batch_size", batch_size)
         _check_positive_int("max_len", max_len)
-        shape = (batch_size, config.n_kv_head, max_len, config.head_dim)  # (B, G, max_len, hd)
-        self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.n_layer)]
-        self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.n_layer)]
+        self.shape = (batch_size, config.n_kv_head, max_len, config.head_dim)  # (B, G, max_len, hd)
+        self.n_layer, self.dtype = config.n_layer, dtype
+        self.k: list[torch.Tensor] = []
+        self.v: list[torch.Tensor] = []
+        if device is not None:
+            self.allocate(torch.device(device), dtype)
         self.max_len = max_len
         self.length = 0
 
+    def allocate(self, device: torch.device, dtype: torch.dtype) -> None:
+        """Create the zeroed buffers (done by the first forward pass when no device was given)."""
+        self.dtype = dtype
+        self.k = [torch.zeros(self.shape, device=device, dtype=dtype) for _ in range(self.n_layer)]
+        self.v = [torch.zeros(self.shape, device=device, dtype=dtype) for _ in range(self.n_layer)]
+
     def nbytes(self) -> int:
-        """Memory held by the cache, in bytes."""
-        return sum(t.numel() * t.element_size() for t in self.k + self.v)
+        """Memory held by the cache, in bytes (what it holds or, before allocation, will hold)."""
+        per = torch.empty((), dtype=self.dtype).element_size()
+        return 2 * self.n_layer * int(np.prod(self.shape)) * per
 
 
 class GroupedQueryAttention(nn.Module):
@@ -229,18 +243,20 @@ class GroupedQueryAttention(nn.Module):
             P = cache.length
             if P + T > cache.max_len:
                 raise ValueError(f"KV cache full: {P} + {T} positions exceed max_len={cache.max_len}")
+            if not cache.k:
+                cache.allocate(k.device, k.dtype)
             cache.k[layer][:B, :, P:P + T] = k
             cache.v[layer][:B, :, P:P + T] = v
             k, v = cache.k[layer][:B, :, :P + T], cache.v[layer][:B, :, :P + T]  # (B, G, S, hd)
         S = P + T
-        # Each key/value head serves H/G consecutive query heads (HF's repeat_kv order).
-        k = k.repeat_interleave(H // G, dim=1)  # (B, H, S, hd)
-        v = v.repeat_interleave(H // G, dim=1)  # (B, H, S, hd)
         # Query i sits at absolute position P + i and may see keys 0 .. P + i.
         mask = None
-        if T > 1:
+        if T > 1 and (P > 0 or return_attention):
             mask = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(diagonal=P)  # (T, S)
         if return_attention:
+            # Each key/value head serves H/G consecutive query heads (HF's repeat_kv order).
+            k = k.repeat_interleave(H // G, dim=1)  # (B, H, S, hd)
+            v = v.repeat_interleave(H // G, dim=1)  # (B, H, S, hd)
             scores = (q @ k.transpose(-2, -1)) / hd**0.5  # (B, H, T, S)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
@@ -248,7 +264,11 @@ class GroupedQueryAttention(nn.Module):
             y = att @ v  # (B, H, T, hd)
         else:
             att = None
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, hd)
+            # enable_gqa lets the kernel share each key/value head among H/G query heads (the
+            # same grouping as repeat_interleave) without copying; a prefill with no cached
+            # prefix is plain causal, and is_causal=True keeps the flash kernel eligible.
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=T > 1 and P == 0,
+                                               enable_gqa=G != H)  # (B, H, T, hd)
         y = self.o_proj(y.transpose(1, 2).reshape(B, T, H * hd))  # (B, T, D)
         return (y, att) if return_attention else y
 
@@ -271,6 +291,16 @@ class LlamaBlock(nn.Module):
         x = x + a
         x = x + self.mlp(self.post_attention_layernorm(x))
         return (x, att) if return_attention else x
+
+
+def _check_idx_shape(idx: object) -> None:
+    """idx must be a (B, T) integer tensor; a list or a 1-D tensor gets a hint."""
+    if not isinstance(idx, torch.Tensor):
+        hint = "; wrap it as torch.tensor([ids]) (a batch of one)" if isinstance(idx, (list, tuple)) else ""
+        raise TypeError(f"idx must be a (B, T) torch.Tensor of token ids, got {type(idx).__name__}{hint}")
+    if idx.dim() != 2 or idx.dtype not in (torch.long, torch.int32):
+        hint = "; add a batch dimension: idx.unsqueeze(0) or idx[None]" if idx.dim() == 1 else ""
+        raise ValueError(f"idx must be a (B, T) integer tensor, got shape {tuple(idx.shape)} dtype {idx.dtype}{hint}")
 
 
 class Llama(nn.Module):
@@ -313,14 +343,15 @@ class Llama(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def forward(self, idx: torch.Tensor, cache: KVCache | None = None, return_attention: bool = False):
-        if not isinstance(idx, torch.Tensor) or idx.dim() != 2 or idx.dtype not in (torch.long, torch.int):
-            raise ValueError(f"idx must be an integer tensor of shape (B, T), got {getattr(idx, 'shape', type(idx))}")
+        _check_idx_shape(idx)
         B, T = idx.shape
         if T == 0:
             raise ValueError("idx is empty: give at least one token")
         start = cache.length if cache is not None else 0
         if start + T > self.config.max_seq_len:
             raise ValueError(f"{start + T} positions exceed max_seq_len={self.config.max_seq_len}")
+        check_on_device("idx", idx, self.embed_tokens.weight.device)
+        check_index_range("idx", idx, self.config.vocab_size)
         x = self.embed_tokens(idx)  # (B, T, D)
         cos, sin = self._rope_slice(start, T, x)
         atts = []
@@ -349,14 +380,13 @@ def generate(model: Llama, idx: torch.Tensor, max_new_tokens: int, temperature: 
     """
     if not isinstance(model, Llama):
         raise TypeError(f"model must be a Llama, got {type(model).__name__}")
-    if not isinstance(idx, torch.Tensor) or idx.dim() != 2:
-        raise ValueError(f"idx must be a tensor of shape (B, T), got {getattr(idx, 'shape', type(idx))}")
+    _check_idx_shape(idx)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
     eos = set([eos_id] if isinstance(eos_id, int) else (eos_id or []))
     B, T = idx.shape
-    device = next(model.parameters()).device
-    idx = idx.to(device)
+    device = model_device(model)
+    idx = idx.to(device)  # a prompt made on the CPU follows the model
     cache = KVCache(model.config, B, T + max_new_tokens, device=device,
                     dtype=next(model.parameters()).dtype) if use_cache else None
     out = []
