@@ -103,7 +103,11 @@ def test_sweep_two_tiny_sizes(tmp_path):
         assert key in on_disk, key
     assert on_disk["device"] == "cpu"
     runs = on_disk["runs"]
-    assert len(runs) == 2 and len(logged) == 3
+    assert len(runs) == 2 and len(logged) == 2 * 3 + 2 + 1  # a line per learning rate, per size, and the fit
+    assert on_disk["complete"] and on_disk["meta"]["split"] == "load_splits(shakespeare) 80/10/10"
+    for run in runs:  # the kept learning rate is the one with the lowest validation loss
+        assert len(run["val_loss_by_lr"]) == 3 and run["val_loss"] == min(run["val_loss_by_lr"].values())
+        assert run["val_loss_by_lr"][repr(run["lr"])] == run["val_loss"] and math.isfinite(run["test_loss"])
     for run in runs:
         assert set(sweep.SCHEMA_KEYS) <= set(run)
         assert run["tokens"] == 4 * 8 * 16 and run["steps"] == 4
