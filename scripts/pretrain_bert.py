@@ -65,18 +65,18 @@ from llmbook.bert import (  # noqa: E402
     save_checkpoint,
     speeches,
 )
-from llmbook.data import load_text, split_text  # noqa: E402
-from llmbook.device import seed_everything  # noqa: E402
+from llmbook.data import load_splits  # noqa: E402
+from llmbook.device import default_device, seed_everything  # noqa: E402
 from llmbook.tokenizers.wordpiece import WordPiece  # noqa: E402
 
 OUT = ROOT / "data" / "checkpoints"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-VAL_PAIRS = 512  # held-out NSP pairs (and their masked pieces) measured during training
+VAL_PAIRS = 512  # validation NSP pairs (and their masked pieces) measured during training; as many test pairs at the end
 
 
 def english_data(vocab_size: int):
-    train_text, val_text = split_text(load_text("shakespeare"), 0.1)
-    docs_train, docs_val = speeches(train_text), speeches(val_text)
+    s = load_splits("shakespeare")  # every play cut 80/10/10 into train / validation / test
+    docs_train, docs_val, docs_test = speeches(s.train), speeches(s.val), speeches(s.test)
     full = WordPiece.minilm()
     counts: Counter = Counter()
     for doc in docs_train[::4]:  # a quarter of the speeches ranks the pieces well enough, 4x faster
@@ -93,7 +93,7 @@ def english_data(vocab_size: int):
         if p not in seen:
             vocab.append(p)
             seen.add(p)
-    return WordPiece(vocab), docs_train, docs_val
+    return WordPiece(vocab), docs_train, docs_val, docs_test
 
 
 _SENT = re.compile(r"[^。！？]*[。！？]")
@@ -109,7 +109,8 @@ def chinese_documents(text: str) -> list[list[str]]:
 
 
 def chinese_data(vocab_size: int):
-    train_text, val_text = split_text(load_text("peoples_daily"), 0.1)
+    s = load_splits("peoples_daily")  # each twentieth of the month cut 80/10/10
+    train_text = s.train
     counts = Counter(ch for ch in train_text if not ch.isspace())
     vocab = list(SPECIALS)
     for ch, _ in counts.most_common():
@@ -118,26 +119,35 @@ def chinese_data(vocab_size: int):
         vocab.append(ch)
         if not (0x4E00 <= ord(ch) <= 0x9FFF or 0x3400 <= ord(ch) <= 0x4DBF):  # not an ideograph: a run of these is one "word", so it needs ## pieces
             vocab.append("##" + ch)
-    return WordPiece(vocab), chinese_documents(train_text), chinese_documents(val_text)
+    return WordPiece(vocab), chinese_documents(train_text), chinese_documents(s.val), chinese_documents(s.test)
 
 
-def pretrain(lang: str, steps: int, seed: int, batch_size: int, vocab_size: int, max_len: int, lr: float) -> None:
+def pretrain(lang: str, steps: int, seed: int, batch_size: int, vocab_size: int, max_len: int, lr: float,
+             out_dir: Path = OUT) -> None:
+    OUT = Path(out_dir)
     seed_everything(seed)
     t0 = time.time()
-    tok, docs_train, docs_val = english_data(vocab_size) if lang == "en" else chinese_data(vocab_size)
+    tok, docs_train, docs_val, docs_test = english_data(vocab_size) if lang == "en" else chinese_data(vocab_size)
     print(flush=True)
-    print(f"[{lang}] vocab {len(tok.vocab)}, {len(docs_train)} train / {len(docs_val)} held-out documents ({time.time() - t0:.0f} s)")
+    print(f"[{lang}] vocab {len(tok.vocab)}, {len(docs_train)} train / {len(docs_val)} validation / "
+          f"{len(docs_test)} test documents ({time.time() - t0:.0f} s)")
     config = BertConfig.tiny(vocab_size=len(tok.vocab), max_position=max_len)
-    model = BertForPreTraining(config)
+    device = default_device()  # CUDA > MPS > CPU; LLMBOOK_DEVICE overrides
+    model = BertForPreTraining(config).to(device)
+
+    def to_device(batch: dict) -> dict:
+        return {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items()}
+
     print(f"[{lang}] {sum(p.numel() for p in model.parameters()):,} parameters")
     gen = torch.Generator().manual_seed(seed)
     val_pairs = make_nsp_pairs(docs_val, VAL_PAIRS, seed=seed + 1)
     val_batch = pretraining_batch(tok, val_pairs, max_len, generator=torch.Generator().manual_seed(seed + 2))
-    # Baseline: always answer the piece that is most frequent among the held-out targets.
+    # Baseline: always answer the piece that is most frequent among the validation targets.
     targets = val_batch["mlm_labels"][val_batch["mlm_labels"] != IGNORE_INDEX]
     top = torch.mode(targets).values
     baseline = {"piece": tok.vocab[int(top)], "mlm_acc": (targets == top).float().mean().item(), "n_targets": int(targets.numel())}
-    print(f"[{lang}] {baseline['n_targets']} held-out masked targets; most-frequent-piece baseline {baseline['piece']!r}: {baseline['mlm_acc']:.3f}")
+    print(f"[{lang}] {baseline['n_targets']} validation masked targets; most-frequent-piece baseline {baseline['piece']!r}: {baseline['mlm_acc']:.3f}")
+    val_batch = to_device(val_batch)
     train_pairs = make_nsp_pairs(docs_train, steps * batch_size, seed=seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     warm = max(1, steps // 20)
@@ -156,7 +166,7 @@ def pretrain(lang: str, steps: int, seed: int, batch_size: int, vocab_size: int,
             print(f"[{lang}] step {step:5d}  loss {loss:.3f}  held-out MLM acc {mlm_acc:.3f}  NSP acc {nsp_acc:.3f}  ({time.time() - t0:.0f} s)", flush=True)
         if step == steps:
             break
-        b = pretraining_batch(tok, train_pairs[step * batch_size : (step + 1) * batch_size], max_len, generator=gen)
+        b = to_device(pretraining_batch(tok, train_pairs[step * batch_size : (step + 1) * batch_size], max_len, generator=gen))
         out = model(b["input_ids"], b["token_type_ids"], b["attention_mask"], mlm_labels=b["mlm_labels"], nsp_labels=b["nsp_labels"])
         opt.zero_grad(set_to_none=True)
         out.loss.backward()
@@ -164,11 +174,27 @@ def pretrain(lang: str, steps: int, seed: int, batch_size: int, vocab_size: int,
         opt.step()
         sched.step()
         running.append(out.loss.item())
+    # The test part, measured once, after training (nothing above looked at it).
+    test_pairs = make_nsp_pairs(docs_test, VAL_PAIRS, seed=seed + 3)
+    test_batch = pretraining_batch(tok, test_pairs, max_len, generator=torch.Generator().manual_seed(seed + 4))
+    test_targets = test_batch["mlm_labels"][test_batch["mlm_labels"] != IGNORE_INDEX]
+    test_mlm, test_nsp = pretraining_accuracy(model, to_device(test_batch))
+    test = {"pairs": VAL_PAIRS, "mlm_acc": test_mlm, "nsp_acc": test_nsp, "n_targets": int(test_targets.numel()),
+            "baseline_mlm_acc": (test_targets == top).float().mean().item()}
+    print(f"[{lang}] test (once): MLM acc {test_mlm:.3f} (baseline {baseline['piece']!r} {test['baseline_mlm_acc']:.3f}), "
+          f"NSP acc {test_nsp:.3f}")
     OUT.mkdir(parents=True, exist_ok=True)
+    corpus = "shakespeare" if lang == "en" else "peoples_daily"
+    meta = {"command": f"OMP_NUM_THREADS=1 python scripts/pretrain_bert.py --lang {lang}"
+                       + (f" --steps {steps}" if steps != 3000 else "") + (f" --seed {seed}" if seed != 0 else ""),
+            "steps": steps, "seed": seed, "split": f"load_splits({corpus}) 80/10/10",
+            "decisions": "curve on the validation part; test part measured once at the end"}
     info = {
+        "meta": meta, "command": meta["command"], "split": meta["split"],
         "lang": lang, "steps": steps, "seed": seed, "batch_size": batch_size, "max_len": max_len, "lr": lr,
         "warmup_steps": warm, "schedule": "linear warm-up, then linear decay to 5% of the peak",
-        "val_pairs": VAL_PAIRS, "baseline": baseline, "curve": curve, "seconds": round(time.time() - t0),
+        "val_pairs": VAL_PAIRS, "baseline": baseline, "curve": curve, "test": test, "device": str(device),
+        "seconds": round(time.time() - t0),
     }
     save_checkpoint(model, OUT / f"bert_{lang}.safetensors", config, extra=info)
     (OUT / f"bert_{lang}_vocab.txt").write_text("\n".join(tok.vocab) + "\n", encoding="utf-8")
@@ -187,6 +213,7 @@ def main() -> None:
     # One thread: on a shared, busy CPU, two OpenMP threads spin-waiting on each other
     # were 10x slower than one; on an idle machine pass --threads 2.
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out-dir", default=str(OUT), help="folder for the three files (default data/checkpoints)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     langs = ["en", "zh"] if args.lang == "both" else [args.lang]
@@ -194,7 +221,7 @@ def main() -> None:
         # English verse lines are short (48 tokens hold a pair); Chinese sentences are longer.
         max_len = 32 if lang == "en" else 48
         vocab_size = 6000 if lang == "en" else 4000
-        pretrain(lang, args.steps, args.seed, args.batch_size, vocab_size, max_len, args.lr)
+        pretrain(lang, args.steps, args.seed, args.batch_size, vocab_size, max_len, args.lr, Path(args.out_dir))
 
 
 if __name__ == "__main__":
