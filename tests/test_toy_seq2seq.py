@@ -27,3 +27,30 @@ def test_bad_input():
         make_batch(DigitTask(), 0)
     with pytest.raises(ValueError, match="steps"):
         train_seq2seq(Transformer(TransformerConfig.tiny(vocab_size=VOCAB_SIZE)), DigitTask(), 0)
+
+
+def test_training_sources_replays_the_run_and_drop_seen_removes_them(monkeypatch):
+    import llmbook.toy_seq2seq as ts
+
+    task = DigitTask("reverse", 1, 3)
+    recorded, calls = set(), []
+    real = ts.make_batch
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        recorded.update(DigitTask.to_text(r) for r in out[0].tolist())
+        return out
+
+    monkeypatch.setattr(ts, "make_batch", spy)
+    model = Transformer(TransformerConfig.tiny(vocab_size=VOCAB_SIZE, max_len=8))
+    ts.train_seq2seq(model, task, steps=6, batch_size=16, warmup=0, seed=3, progress=False,
+                     callback=calls.append, callback_every=2)
+    monkeypatch.setattr(ts, "make_batch", real)
+    assert calls == [2, 4, 6]
+    assert ts.training_sources(task, steps=6, batch_size=16, seed=3) == recorded
+    src, _, tgt = make_batch(task, 400, torch.Generator().manual_seed(9))
+    kept_src, kept_tgt = ts.drop_seen(src, tgt, recorded)
+    kept = [DigitTask.to_text(r) for r in kept_src]
+    assert len(kept) == len(set(kept)) and not set(kept) & recorded and len(kept_tgt) == len(kept)
+    with pytest.raises(TypeError, match="seen"):
+        ts.drop_seen(src, tgt, ["1"])

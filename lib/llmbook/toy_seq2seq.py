@@ -8,6 +8,9 @@ Covers
   shifted right with BOS first, decoder output = target followed by EOS).
 - ``exact_match``: the share of examples whose greedy decoding equals the target exactly.
 - ``train_seq2seq``: a plain Adam loop with linear warm-up and a progress bar.
+- ``training_sources`` / ``drop_seen``: the source strings a ``train_seq2seq`` run saw
+  (it replays the run's generator), and a filter that keeps only unseen, distinct test
+  examples, so a "held-out" set is truly held out.
 
 Leaves out: real data and tokenizers (chapter 1), the general training loop (chapter 6).
 """
@@ -19,7 +22,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-__all__ = ["DigitTask", "make_batch", "exact_match", "train_seq2seq", "PAD", "BOS", "EOS", "VOCAB_SIZE"]
+__all__ = ["DigitTask", "make_batch", "exact_match", "train_seq2seq", "training_sources", "drop_seen",
+           "PAD", "BOS", "EOS", "VOCAB_SIZE"]
 
 PAD, BOS, EOS = 0, 1, 2
 DIGIT0 = 3  # id of the digit "0"
@@ -116,11 +120,15 @@ def exact_match(model, src: torch.Tensor, tgt_out: torch.Tensor) -> float:
 
 
 def train_seq2seq(model, task: DigitTask, steps: int, batch_size: int = 64, lr: float = 1e-3, warmup: int = 100,
-                  seed: int = 0, progress: bool = True, clip: float | None = 1.0) -> list[float]:
+                  seed: int = 0, progress: bool = True, clip: float | None = 1.0,
+                  callback=None, callback_every: int = 250) -> list[float]:
     """Train with Adam(0.9, 0.98), linear warm-up over ``warmup`` steps; return per-step losses.
 
     Cross-entropy on every non-PAD target position (teacher forcing: the decoder sees
-    the true previous tokens).
+    the true previous tokens). The batches come from one generator seeded with ``seed``
+    (``training_sources`` replays them). ``callback(step)``, if given, is called after
+    every ``callback_every`` updates (one optimizer throughout; the callback must leave
+    the model's weights alone).
     """
     if not isinstance(steps, int) or steps <= 0:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
@@ -147,5 +155,49 @@ def train_seq2seq(model, task: DigitTask, steps: int, batch_size: int = 64, lr: 
         opt.step()
         sched.step()
         losses.append(loss.item())
+        if callback is not None and len(losses) % callback_every == 0:
+            callback(len(losses))
     model.eval()
     return losses
+
+
+def training_sources(task: DigitTask, steps: int, batch_size: int = 64, seed: int = 0) -> set[str]:
+    """Every source string that ``train_seq2seq(model, task, steps, batch_size, seed=seed)`` trains on.
+
+    It replays the run's generator (one ``make_batch`` per update), so nothing has to be stored.
+
+    >>> seen = training_sources(DigitTask("reverse", 1, 2), steps=3, batch_size=4)
+    >>> len(seen) <= 12 and all(1 <= len(s) <= 2 for s in seen)
+    True
+    """
+    if not isinstance(steps, int) or steps <= 0:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    gen = torch.Generator().manual_seed(seed)
+    seen: set[str] = set()
+    for _ in range(steps):
+        src, _, _ = make_batch(task, batch_size, gen)
+        seen.update(DigitTask.to_text(row) for row in src.tolist())
+    return seen
+
+
+def drop_seen(src: torch.Tensor, tgt_out: torch.Tensor, seen: set[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keep the rows of (``src``, ``tgt_out``) whose source string is not in ``seen``, each string once.
+
+    >>> src, _, tgt = make_batch(DigitTask("reverse", 3, 3), 4, torch.Generator().manual_seed(0))
+    >>> first = DigitTask.to_text(src[0])
+    >>> kept, _ = drop_seen(src, tgt, {first})
+    >>> first in {DigitTask.to_text(r) for r in kept}, len(kept) <= 3
+    (False, True)
+    """
+    if not isinstance(seen, (set, frozenset)):
+        raise TypeError(f"seen must be a set of strings, got {type(seen).__name__}")
+    if src.shape[0] != tgt_out.shape[0]:
+        raise ValueError(f"src and tgt_out must have the same number of rows, got {src.shape[0]} and {tgt_out.shape[0]}")
+    keep, taken = [], set()
+    for i, row in enumerate(src.tolist()):
+        text = DigitTask.to_text(row)
+        if text not in seen and text not in taken:
+            keep.append(i)
+            taken.add(text)
+    index = torch.tensor(keep, dtype=torch.long, device=src.device)
+    return src[index], tgt_out[index]
