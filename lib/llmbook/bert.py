@@ -53,6 +53,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from llmbook.attention import MultiHeadAttention
+from llmbook.device import check_index_range, check_on_device, model_device, values_checkable
 from llmbook.layers import FeedForward, LayerNorm
 
 __all__ = [
@@ -278,27 +279,36 @@ class Bert(nn.Module):
             token_type_ids = None if token_type_ids is None else token_type_ids[:, : cfg.max_position]
             attention_mask = None if attention_mask is None else attention_mask[:, : cfg.max_position]
             T = cfg.max_position
-        lo, hi = int(input_ids.min()), int(input_ids.max())
-        if lo < 0 or hi >= cfg.vocab_size:
-            raise ValueError(f"input_ids must be in [0, vocab_size={cfg.vocab_size}), got values in [{lo}, {hi}]")
+        device = self.embeddings.word.weight.device
+        check_on_device("input_ids", input_ids, device)
+        # Value checks read numbers back: done on the CPU, an async assert on CUDA (no sync).
+        check_index_range("input_ids", input_ids, cfg.vocab_size, what=f"token ids, vocab_size={cfg.vocab_size}")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         else:
             _check_ids("token_type_ids", token_type_ids)
             if token_type_ids.shape != input_ids.shape:
                 raise ValueError(f"token_type_ids must have the shape of input_ids {tuple(input_ids.shape)}, got {tuple(token_type_ids.shape)}")
-            bad = (token_type_ids < 0) | (token_type_ids >= cfg.type_vocab_size)
-            if bool(bad.any()):
-                raise ValueError(
-                    f"token_type_ids (segment ids) must be 0 (sentence A) or 1 (sentence B), "
-                    f"got {sorted(set(token_type_ids[bad].tolist()))}"
-                )
+            check_on_device("token_type_ids", token_type_ids, device)
+            if values_checkable(token_type_ids):
+                bad = (token_type_ids < 0) | (token_type_ids >= cfg.type_vocab_size)
+                if bool(bad.any()):
+                    raise ValueError(
+                        f"token_type_ids (segment ids) must be 0 (sentence A) or 1 (sentence B), "
+                        f"got {sorted(set(token_type_ids[bad].tolist()))}"
+                    )
+            else:
+                check_index_range("token_type_ids", token_type_ids, cfg.type_vocab_size, what="segment ids")
         if attention_mask is not None:
             _check_ids("attention_mask", attention_mask)
             if attention_mask.shape != input_ids.shape:
                 raise ValueError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, got {tuple(attention_mask.shape)}")
-            if bool(((attention_mask != 0) & (attention_mask != 1)).any()):
-                raise ValueError("attention_mask must hold 1 (real token) or 0 (padding)")
+            check_on_device("attention_mask", attention_mask, device)
+            if values_checkable(attention_mask):
+                if bool(((attention_mask != 0) & (attention_mask != 1)).any()):
+                    raise ValueError("attention_mask must hold 1 (real token) or 0 (padding)")
+            elif attention_mask.dtype != torch.bool:
+                check_index_range("attention_mask", attention_mask, 2, what="1 = real token, 0 = padding")
         return input_ids, token_type_ids.long(), attention_mask
 
     def forward(
@@ -313,7 +323,9 @@ class Bert(nn.Module):
         input_ids, token_type_ids, attention_mask = self.check_inputs(input_ids, token_type_ids, attention_mask, truncate)
         # No mask at all when nothing is padded: the fused kernel's fastest path.
         key_padding_mask = None
-        if attention_mask is not None and not bool(attention_mask.all()):
+        # (Asking whether anything is padded is free on the CPU; on a GPU it would cost a sync,
+        # so there the mask is always passed.)
+        if attention_mask is not None and not (values_checkable(attention_mask) and bool(attention_mask.all())):
             key_padding_mask = attention_mask == 0  # (B, T), True = padding
         x = self.embeddings(input_ids.long(), token_type_ids)  # (B, T, D)
         hidden = [x] if output_hidden_states else None
@@ -503,14 +515,22 @@ class BertForPreTraining(nn.Module):
             _check_ids("mlm_labels", mlm_labels)
             if mlm_labels.shape != h.shape[:2]:
                 raise ValueError(f"mlm_labels must have the shape of input_ids {tuple(h.shape[:2])}, got {tuple(mlm_labels.shape)}")
+            check_on_device("mlm_labels", mlm_labels, h.device)
+            check_index_range("mlm_labels", mlm_labels, self.config.vocab_size, ignore_index=IGNORE_INDEX)
             picked = mlm_labels != IGNORE_INDEX  # (B, T)
             mlm_logits = self.mlm(h[picked])  # (N, V)
-            targets = mlm_labels[picked]
+            targets = mlm_labels[picked].long()
+            # No position to predict (every label -100) gives a loss of exactly 0, not NaN.
             mlm_loss = F.cross_entropy(mlm_logits, targets) if targets.numel() else h.sum() * 0.0
         else:
             mlm_logits = self.mlm(h)  # (B, T, V)
         nsp_logits = self.nsp(out.pooled)
         if nsp_labels is not None:
+            if not isinstance(nsp_labels, torch.Tensor) or nsp_labels.shape != nsp_logits.shape[:1]:
+                raise ValueError(f"nsp_labels must be a tensor of shape ({nsp_logits.shape[0]},) (one per pair), "
+                                 f"got {tuple(getattr(nsp_labels, 'shape', ())) or type(nsp_labels).__name__}")
+            check_on_device("nsp_labels", nsp_labels, h.device)
+            check_index_range("nsp_labels", nsp_labels, 2, what="0 = random pair, 1 = IsNext")
             nsp_loss = F.cross_entropy(nsp_logits, nsp_labels.long())
         losses = [x for x in (mlm_loss, nsp_loss) if x is not None]
         loss = sum(losses) if losses else None
@@ -581,13 +601,16 @@ def mask_tokens(
     ids = input_ids.long()
     device = ids.device
     g = generator
+    # Random numbers are drawn where the generator lives (a CPU generator gives the same
+    # masks whatever device the ids are on), then moved to the ids.
+    rdev = g.device if g is not None else device
     candidates = ~torch.isin(ids, special.to(device))  # (B, T) True = may be chosen
-    chosen = (torch.rand(ids.shape, generator=g, device=device) < mlm_probability) & candidates
+    chosen = (torch.rand(ids.shape, generator=g, device=rdev).to(device) < mlm_probability) & candidates
     # One uniform draw per token splits the chosen ones 80 / 10 / 10.
-    u = torch.rand(ids.shape, generator=g, device=device)
+    u = torch.rand(ids.shape, generator=g, device=rdev).to(device)
     to_mask = chosen & (u < mask_fraction)
     to_random = chosen & (u >= mask_fraction) & (u < mask_fraction + random_fraction)
-    random_ids = replacements.to(device)[torch.randint(len(replacements), ids.shape, generator=g, device=device)]
+    random_ids = replacements.to(device)[torch.randint(len(replacements), ids.shape, generator=g, device=rdev).to(device)]
     corrupted = ids.clone()
     corrupted[to_mask] = mask_id
     corrupted[to_random] = random_ids[to_random]
@@ -798,6 +821,8 @@ def pretraining_accuracy(model: BertForPreTraining, batch: dict[str, torch.Tenso
     """(masked-token accuracy, NSP accuracy) of ``model`` on a ``pretraining_batch``."""
     was_training = model.training
     model.eval()
+    dev = model_device(model)
+    batch = {k: v.to(dev) for k, v in batch.items()}  # a batch built on the CPU follows the model
     out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], mlm_labels=batch["mlm_labels"])
     targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]
     mlm_acc = (out.mlm_logits.argmax(-1) == targets).float().mean().item()
@@ -845,12 +870,13 @@ def classify_accuracy(model: BertForSequenceClassification, tokenizer, data: Seq
         raise ValueError("data is empty")
     was_training = model.training
     model.eval()
+    dev = model_device(model)
     correct = 0
     for i in range(0, len(data), batch_size):
         chunk = data[i : i + batch_size]
-        b = batch_encode(tokenizer, [t for t, _ in chunk], max_len=max_len)
+        b = {k: v.to(dev) for k, v in batch_encode(tokenizer, [t for t, _ in chunk], max_len=max_len).items()}
         pred = model(b["input_ids"], b["token_type_ids"], b["attention_mask"]).argmax(-1)
-        correct += (pred == torch.tensor([y for _, y in chunk])).sum().item()
+        correct += (pred == torch.tensor([y for _, y in chunk], device=dev)).sum().item()
     model.train(was_training)
     return correct / len(data)
 
@@ -883,6 +909,7 @@ def fine_tune(
     sched = linear_warmup_decay(opt, warmup_steps=max(1, steps // 10), total_steps=steps)
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
+    dev = model_device(model)
     model.train()
     losses = []
     bar = None
@@ -897,9 +924,9 @@ def fine_tune(
             rng.shuffle(order)
             for i in range(0, len(order), batch_size):
                 chunk = [train[j] for j in order[i : i + batch_size]]
-                b = batch_encode(tokenizer, [t for t, _ in chunk], max_len=max_len)
+                b = {k: v.to(dev) for k, v in batch_encode(tokenizer, [t for t, _ in chunk], max_len=max_len).items()}
                 logits = model(b["input_ids"], b["token_type_ids"], b["attention_mask"])
-                loss = F.cross_entropy(logits, torch.tensor([y for _, y in chunk]))
+                loss = F.cross_entropy(logits, torch.tensor([y for _, y in chunk], device=dev))
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -942,10 +969,11 @@ def pooled_features(model: Bert, tokenizer, data: Sequence[tuple[str, int]], max
         raise ValueError("data is empty")
     was_training = model.training
     model.eval()
+    dev = model_device(model)
     feats = []
     for i in range(0, len(data), batch_size):
         b = batch_encode(tokenizer, [t for t, _ in data[i : i + batch_size]], max_len=max_len)
-        feats.append(model(**b).pooled)
+        feats.append(model(**{k: v.to(dev) for k, v in b.items()}).pooled)
     model.train(was_training)
     return torch.cat(feats)
 
@@ -966,6 +994,8 @@ def linear_probe(
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         head = nn.Linear(f_train.shape[1], int(max(y_train.max(), y_val.max())) + 1)
+    head = head.to(f_train.device)  # the probe trains where the features are
+    y_train, y_val, f_val = y_train.to(f_train.device), y_val.to(f_train.device), f_val.to(f_train.device)
     opt = torch.optim.AdamW(head.parameters(), lr=lr)
     for _ in range(steps):
         loss = F.cross_entropy(head(f_train), y_train)
@@ -998,7 +1028,7 @@ def predict_masked(model: BertForPreTraining, tokenizer, text: str, top_k: int =
     ids = [t2i[tokenizer.cls_token]] + tokenizer.encode(text, allowed_special={mask}) + [t2i[tokenizer.sep_token]]
     ids = ids[: model.config.max_position]
     model.eval()
-    x = torch.tensor([ids])
+    x = torch.tensor([ids], device=model_device(model))
     logits = model(x).mlm_logits[0]  # (T, V)
     probs = logits.softmax(-1)
     tokens = [tokenizer.vocab[i] for i in ids]

@@ -134,7 +134,7 @@ def check_index_range(name: str, t: torch.Tensor, high: int, low: int = 0, ignor
     >>> check_index_range("idx", torch.tensor([[0, 5]]), high=5)
     Traceback (most recent call last):
     ...
-    ValueError: idx: token ids must be in [0, 5); 1 are not, ranging over [5, 5]
+    ValueError: idx must lie in [0, 5) (token ids); 1 values do not, ranging over [5, 5]
     """
     if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
         raise TypeError(f"{name} must be an integer tensor of {what}, got dtype {t.dtype}")
@@ -150,7 +150,7 @@ def check_index_range(name: str, t: torch.Tensor, high: int, low: int = 0, ignor
         if bool(bad.any()):
             vals = t[bad]
             also = f" (or {ignore_index} to ignore a position)" if ignore_index is not None else ""
-            raise ValueError(f"{name}: {what} must be in [{low}, {high}){also}; {vals.numel()} are not, "
+            raise ValueError(f"{name} must lie in [{low}, {high}) ({what}){also}; {vals.numel()} values do not, "
                              f"ranging over [{int(vals.min())}, {int(vals.max())}]")
     elif t.device.type == "cuda":
         ok = (t >= low) & (t < high)

@@ -11,7 +11,9 @@ token).
 Leaves out: expert capacity and token dropping (every token reaches its k experts
 however unbalanced the routing), router noise and the router z-loss, expert
 parallelism across devices (here the experts run one after another on one device), and
-shared experts.
+shared experts. On the CPU each expert runs only on its tokens; on a GPU and under
+``torch.compile`` every expert runs on every token with a zero gate where it was not
+chosen (same result, no host sync: see ``MoEFeedForward.forward``).
 
 Papers: Jacobs, Jordan, Nowlan & Hinton 1991, *Adaptive Mixtures of Local Experts*;
 Shazeer et al. 2017, *Outrageously Large Neural Networks: The Sparsely-Gated
@@ -31,6 +33,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .device import check_index_range, values_checkable
 from .gpt import GPT, MLP, GPTConfig
 
 __all__ = ["Routing", "Router", "MoEFeedForward", "MoEGPT", "load_balancing_loss", "count_parameters"]
@@ -68,6 +71,12 @@ class Routing:
     aux_loss: torch.Tensor
 
 
+def _counts(indices: torch.Tensor, n_experts: int) -> torch.Tensor:
+    """(E,) how often each expert index occurs; unlike ``bincount``, no host sync on a GPU."""
+    flat = indices.reshape(-1)
+    return torch.zeros(n_experts, dtype=torch.long, device=indices.device).scatter_add_(0, flat, torch.ones_like(flat))
+
+
 def load_balancing_loss(probs: torch.Tensor, indices: torch.Tensor, n_experts: int) -> torch.Tensor:
     """Switch Transformer's auxiliary loss: ``n_experts * sum_i f_i * P_i``.
 
@@ -91,9 +100,8 @@ def load_balancing_loss(probs: torch.Tensor, indices: torch.Tensor, n_experts: i
         raise ValueError(f"probs must be an (N, n_experts={n_experts}) tensor, got shape {tuple(getattr(probs, 'shape', ()))}")
     if not isinstance(indices, torch.Tensor) or indices.dim() != 2 or indices.shape[0] != probs.shape[0]:
         raise ValueError(f"indices must be an (N={probs.shape[0]}, k) tensor, got shape {tuple(getattr(indices, 'shape', ()))}")
-    if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= n_experts):
-        raise ValueError(f"indices must lie in [0, n_experts={n_experts})")
-    counts = torch.bincount(indices.reshape(-1), minlength=n_experts).to(probs.dtype)  # (E,)
+    check_index_range("indices", indices, n_experts, what="expert indices")
+    counts = _counts(indices, n_experts).to(probs.dtype)  # (E,)
     f = counts / indices.numel()  # (E,) share of routing slots
     P = probs.mean(dim=0)  # (E,) mean probability
     return n_experts * (f * P).sum()
@@ -123,7 +131,7 @@ class Router(nn.Module):
         probs = self.proj(x).float().softmax(dim=-1)  # (N, E), in fp32 for stable gates
         top_p, indices = probs.topk(self.k, dim=-1)  # (N, K) each, most probable first
         gates = top_p / top_p.sum(dim=-1, keepdim=True) if self.normalize else top_p  # (N, K)
-        counts = torch.bincount(indices.reshape(-1), minlength=self.n_experts)  # (E,)
+        counts = _counts(indices, self.n_experts)  # (E,)
         aux = load_balancing_loss(probs, indices, self.n_experts)
         return Routing(probs=probs, indices=indices, gates=gates.to(x.dtype), counts=counts, aux_loss=aux)
 
@@ -157,6 +165,16 @@ class MoEFeedForward(nn.Module):
         routing = self.router(flat)
         self.routing = routing
         out = torch.zeros_like(flat)  # (N, C)
+        if not values_checkable(flat):
+            # On a GPU (or under torch.compile) finding each expert's tokens needs their count
+            # on the host: a sync per expert, and a data-dependent shape that breaks the graph.
+            # Instead every expert runs on every token and its output is weighted by its gate,
+            # 0 where it was not chosen: the same sum, E/K times the FFN work, no sync.
+            weight = torch.zeros(flat.shape[0], self.n_experts, dtype=routing.gates.dtype, device=flat.device)
+            weight = weight.scatter(1, routing.indices, routing.gates)  # (N, E), K non-zeros per row
+            for e, expert in enumerate(self.experts):
+                out = out + expert(flat) * weight[:, e:e + 1]
+            return out.view(shape)
         for e, expert in enumerate(self.experts):
             token, slot = (routing.indices == e).nonzero(as_tuple=True)  # tokens that chose e, and in which slot
             if token.numel() == 0:
