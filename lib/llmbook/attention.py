@@ -40,6 +40,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .device import check_index_range, values_checkable
+
 __all__ = [
     "scaled_dot_product_attention",
     "causal_mask",
@@ -136,15 +138,17 @@ def _masked_softmax(scores: torch.Tensor, mask: Optional[torch.Tensor]) -> torch
         # a 0/-inf tensor (built at the mask's, usually small, size) rather than calling
         # masked_fill keeps the backward pass free: the gradient of an addition is the identity.
         additive = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, float("-inf"))
-        scores = scores.add_(additive)
     else:
         dead = torch.isneginf(mask).all(dim=-1, keepdim=True)
-        scores = scores.add_(mask.to(scores.dtype))
-    if not bool(dead.any()):
-        return torch.softmax(scores, dim=-1)
-    # Replacing a dead row by zeros before the softmax keeps its gradient finite;
-    # zeroing the weights afterwards gives the documented all-zero row.
-    weights = torch.softmax(scores.masked_fill(dead, 0.0), dim=-1)
+        additive = mask.to(scores.dtype)
+    # Asking "is any row dead?" is free on the CPU; on a GPU it would stall for a host sync
+    # (and break a compiled graph), so there the dead-row path below always runs.
+    if values_checkable(dead) and not bool(dead.any()):
+        return torch.softmax(scores.add_(additive), dim=-1)
+    # A dead row gets 0 (not -inf) added, which keeps its softmax and gradient finite;
+    # zeroing its weights afterwards gives the documented all-zero row. Live rows are
+    # unchanged, so both paths give the same numbers.
+    weights = torch.softmax(scores.add_(additive.masked_fill(dead, 0.0)), dim=-1)
     return weights.masked_fill(dead, 0.0)
 
 
@@ -214,11 +218,13 @@ def causal_mask(T: int, device: Optional[torch.device | str] = None) -> torch.Te
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 
 
-def padding_mask(lengths, T: int) -> torch.Tensor:
+def padding_mask(lengths, T: int, device: Optional[torch.device | str] = None) -> torch.Tensor:
     """Bool (B, T) mask, True at REAL tokens (position < length), False at padding.
 
     This is the "allowed" convention; ``~padding_mask(...)`` is the key padding mask
-    that ``torch.nn.MultiheadAttention`` and ``MultiHeadAttention`` expect.
+    that ``torch.nn.MultiheadAttention`` and ``MultiHeadAttention`` expect. The mask is
+    made on ``device`` (default: that of ``lengths`` if it is a tensor, else torch's
+    default device); pass the model's device.
 
     >>> padding_mask([3, 1], 4).int()
     tensor([[1, 1, 1, 0],
@@ -242,8 +248,13 @@ def padding_mask(lengths, T: int) -> torch.Tensor:
         lengths_t = torch.tensor(items, dtype=torch.long)
     if lengths_t.numel() == 0:
         raise ValueError("lengths must not be empty")
-    if (lengths_t < 0).any() or (lengths_t > T).any():
-        raise ValueError(f"every length must lie in [0, T={T}], got {lengths_t.tolist()}")
+    if values_checkable(lengths_t):
+        if (lengths_t < 0).any() or (lengths_t > T).any():
+            raise ValueError(f"every length must lie in [0, T={T}], got {lengths_t.tolist()}")
+    else:
+        check_index_range("lengths", lengths_t, T + 1, what="sequence lengths")
+    if device is not None:
+        lengths_t = lengths_t.to(device)
     return torch.arange(T, device=lengths_t.device)[None, :] < lengths_t[:, None]  # (B, T)
 
 
@@ -458,6 +469,15 @@ class MultiHeadAttention(nn.Module):
             _check_tensor(name, x, 3)
             if x.dim() != 3 or x.shape[-1] != self.d_model:
                 raise ValueError(f"{name} must have shape (B, T, d_model={self.d_model}), got {tuple(x.shape)}")
+        dtype = self.q_proj.weight.dtype
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            if x.dtype != dtype:
+                raise TypeError(f"{name} has dtype {x.dtype} but the module's weights are {dtype}; "
+                                f"convert with {name}.to({dtype}) (or the module with .to(dtype))")
+            # A NaN or inf spreads to every output row that attends to it; on the CPU say where
+            # it came from (elsewhere reading the answer back would cost a sync, so it is skipped).
+            if values_checkable(x) and not bool(torch.isfinite(x).all()):
+                raise ValueError(f"{name} contains NaN or infinite values")
         B, Tq, _ = query.shape
         if key.shape[0] != B or value.shape[0] != B:
             raise ValueError(f"query, key and value must share the batch size, got {query.shape[0]}, {key.shape[0]}, {value.shape[0]}")
