@@ -3,8 +3,9 @@
 The same model (``llmbook.gpt``) and loop (``llmbook.train``) the notebook uses. Runs on
 one CPU, one GPU, or several processes under torchrun with DistributedDataParallel:
 
-    # the checkpoint chapter 6 loads (about 3 minutes on an idle 2-core CPU)
-    python scripts/train_gpt.py --preset baby --steps 2000 --out data/checkpoints/ch06_baby_shakespeare.safetensors
+    # the checkpoint chapter 6 loads (the command in data/README.md; minutes on one CPU thread)
+    OMP_NUM_THREADS=1 python scripts/train_gpt.py --preset baby --steps 2200 --lr 1.5e-3 --min-lr 1.5e-4 \\
+        --out data/checkpoints/ch06_baby_shakespeare.safetensors
 
     # GPT-2 small shapes on a GPU, bf16 autocast and torch.compile
     python scripts/train_gpt.py --preset gpt2_small --block-size 1024 --batch-size 16 \\
@@ -15,13 +16,22 @@ one CPU, one GPU, or several processes under torchrun with DistributedDataParall
 
 ``--batch-size`` is the global batch: each of N processes takes its 1/N slice, so a
 run with N processes follows the same trajectory as one process (up to rounding).
+
+Data: ``llmbook.data.load_splits("shakespeare")`` (every play cut 80/10/10 into train /
+validation / test). Training draws random windows of the training part; the curves and
+any decision use validation; with ``--out`` the finished model is scored once on
+validation and once on test with the book's shared rule (every non-overlapping
+64-character window: ``window_loss``), and both figures go into
+the checkpoint's metadata with the exact command, steps, seed and split.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import shlex
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -32,7 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))  # run from a checkout without installing
 
 from llmbook.charvocab import CharVocab  # noqa: E402
-from llmbook.data import load_text, split_text  # noqa: E402
+from llmbook.data import load_splits, load_text  # noqa: E402
+from llmbook.device import default_device  # noqa: E402
 from llmbook.gpt import GPT, GPTConfig  # noqa: E402
 from llmbook.train import TrainConfig, random_windows, save_checkpoint, train  # noqa: E402
 
@@ -45,15 +56,46 @@ PRESETS = {
 }
 
 
+SPLIT = "load_splits(shakespeare) 80/10/10"
+EVAL_LEN = 64  # window length of the book's shared evaluation rule (chapter 2 uses the same)
+
+
+def shakespeare_splits(limit: int | None = None) -> tuple[CharVocab, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Character ids of ``load_splits("shakespeare")``: (vocab, train, validation, test).
+
+    The vocabulary comes from the whole corpus (81 characters), so validation and test have
+    no unknown characters. ``limit`` keeps only the first ``limit`` characters of each part (tests).
+    """
+    splits = load_splits("shakespeare")
+    vocab = CharVocab.from_text(load_text("shakespeare"))
+    ids = lambda s: torch.tensor(vocab.encode(s[:limit] if limit else s), dtype=torch.long)  # noqa: E731
+    return vocab, ids(splits.train), ids(splits.val), ids(splits.test)
+
+
 def shakespeare_chars(limit: int | None = None) -> tuple[CharVocab, torch.Tensor, torch.Tensor]:
-    """The corpus as character ids, split 90/10 at a line break (``llmbook.data.split_text``)."""
-    text = load_text("shakespeare")
-    vocab = CharVocab.from_text(text)  # from the whole text, so validation has no unknown characters
-    if limit:
-        text = text[:limit]
-    train_text, val_text = split_text(text, 0.1)
-    ids = lambda s: torch.tensor(vocab.encode(s), dtype=torch.long)  # noqa: E731
-    return vocab, ids(train_text), ids(val_text)
+    """(vocab, train ids, validation ids) of ``load_splits("shakespeare")``."""
+    vocab, train_ids, val_ids, _ = shakespeare_splits(limit)
+    return vocab, train_ids, val_ids
+
+
+@torch.no_grad()
+def window_loss(model: GPT, ids: torch.Tensor, length: int = EVAL_LEN, chunk: int = 512) -> float:
+    """Mean loss (nats) over every prediction of all non-overlapping ``length``-id windows of ``ids``.
+
+    The rule chapter 2 uses too: inputs ids[L k : L k + L], targets shifted by one, each window
+    read from scratch, every prediction weighted equally.
+    """
+    n = (len(ids) - 1) // length
+    x, y = ids[: n * length].view(n, length), ids[1 : n * length + 1].view(n, length)  # (n, L) each
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    total = 0.0
+    for i in range(0, n, chunk):
+        xb, yb = x[i : i + chunk].to(device), y[i : i + chunk].to(device)
+        total += float(model(xb, yb)[1]) * yb.numel()
+    model.train(was_training)
+    return total / y.numel()
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -70,7 +112,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-interval", type=int, default=250)
     p.add_argument("--eval-batches", type=int, default=20)
     p.add_argument("--seed", type=int, default=1337)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default=None, help="default: llmbook.device.default_device() (CUDA > MPS > CPU)")
     p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     p.add_argument("--compile", action="store_true")
     p.add_argument("--max-seconds", type=float, default=None)
@@ -87,7 +129,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     distributed = "WORLD_SIZE" in os.environ and int(os.environ["WORLD_SIZE"]) > 1
-    device = args.device
+    device = args.device or str(default_device())
     if distributed:
         import torch.distributed as dist
 
@@ -102,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
 
-    vocab, train_ids, val_ids = shakespeare_chars(args.data_chars)
+    vocab, train_ids, val_ids, test_ids = shakespeare_splits(args.data_chars)
     config = PRESETS[args.preset](len(vocab))
     config.dropout = args.dropout
     if args.block_size:
@@ -115,7 +157,11 @@ def main(argv: list[str] | None = None) -> int:
                       device=device, dtype=args.dtype, compile=args.compile, progress=not args.no_progress,
                       checkpoint_path=args.ckpt, checkpoint_interval=args.ckpt_interval,
                       stop_after=args.stop_after, max_seconds=args.max_seconds)
-    meta = {"gpt_config": asdict(config), "vocab": vocab.to_json(), "corpus": "shakespeare (llmbook.data), 90/10 split"}
+    argv_used = sys.argv[1:] if argv is None else list(argv)
+    threads = os.environ.get("OMP_NUM_THREADS")
+    command = (f"OMP_NUM_THREADS={threads} " if threads else "") + shlex.join(["python", "scripts/train_gpt.py", *argv_used])
+    meta = {"gpt_config": asdict(config), "vocab": vocab.to_json(), "corpus": "shakespeare (llmbook.data)",
+            "split": SPLIT, "command": command, "steps": args.steps, "seed": args.seed}
     def report(r) -> None:  # one line per evaluation, for logs
         e = r.evals[-1]
         print(f"step {e['step']}: train {e['train']:.4f} val {e['val']:.4f}", flush=True)
@@ -123,8 +169,17 @@ def main(argv: list[str] | None = None) -> int:
     result = train(model, get_batch, cfg, callback=report, resume=args.resume, meta=meta)
     if rank == 0:
         if args.out:
-            history = {"step": result.step, "evals": result.evals, "tokens": result.tokens}
-            save_checkpoint(args.out, model, meta={**meta, "history": history, "train_config": asdict(cfg)})
+            history = {"step": result.step, "evals": result.evals, "tokens": result.tokens, "seconds": result.seconds}
+            final = getattr(model, "module", model)
+            scores, length = {}, min(EVAL_LEN, config.block_size)
+            for name, ids in (("val", val_ids), ("test", test_ids)):  # test: reported once, decides nothing
+                loss = window_loss(final, ids, length)
+                scores[f"{name}_loss"] = round(loss, 5)
+                scores[f"{name}_bits_per_char"] = round(loss / math.log(2), 5)
+            scores["eval"] = f"every non-overlapping {length}-character window of the split, each read from scratch"
+            print(f"final: val {scores['val_loss']:.4f} nats/char ({scores['val_bits_per_char']:.3f} bits), "
+                  f"test {scores['test_loss']:.4f} ({scores['test_bits_per_char']:.3f} bits)", flush=True)
+            save_checkpoint(args.out, model, meta={**meta, "history": history, "train_config": asdict(cfg), **scores})
         last = result.evals[-1] if result.evals else {}
         print(f"steps={result.step} params={model.num_parameters()} train_loss={last.get('train', float('nan')):.4f} "
               f"val_loss={last.get('val', float('nan')):.4f} seconds={result.seconds:.1f}", flush=True)

@@ -1,16 +1,27 @@
 """Train the chapter-4/5 toy Transformers on digit reversal and save small checkpoints.
 
-    .venv/bin/python scripts/train_toy_transformer.py --which reverse   # ch04 model (sinusoidal)
-    .venv/bin/python scripts/train_toy_transformer.py --which learned   # ch05 model (learned positions)
-    .venv/bin/python scripts/train_toy_transformer.py --which ln-curves # ch04 Post-LN vs Pre-LN curves
+    OMP_NUM_THREADS=1 python scripts/train_toy_transformer.py --which reverse    # ch04 model (sinusoidal)
+    OMP_NUM_THREADS=1 python scripts/train_toy_transformer.py --which learned    # ch05 model (learned positions)
+    OMP_NUM_THREADS=1 python scripts/train_toy_transformer.py --which ln-curves  # ch04 Post-LN vs Pre-LN, 3 seeds
 
 Models: ``TransformerConfig.small(vocab_size=13, max_len=32)``, trained on reversal of
-digit strings of length 1..8, evaluated every 250 steps on 1000 held-out examples with
-greedy decoding; training stops once exact match reaches 99.5% (or at --max-steps).
-Checkpoints are float32 safetensors (~1 MB), written atomically under data/checkpoints/.
+digit strings of length 1..8 by ONE call of ``llmbook.toy_seq2seq.train_seq2seq`` (the
+recipe chapter 4 runs live: one Adam, one batch generator, 100 warm-up steps, lr 1e-3)
+for a fixed ``--steps`` updates; there is no early stopping.
+
+Held-out data is truly held out: ``training_sources`` replays the run's generator, and
+every validation or test string that the run trains on is dropped (``drop_seen``).
+- validation: up to 1,000 unseen strings drawn like the training data (seed 1234);
+  exact match on it is recorded every 250 updates (the curve; it decides nothing);
+- test: per length 1..8, up to 200 strings seen neither in training nor in validation
+  (seed 2024), reported once at the end, per length (short lengths have few or no
+  unseen strings: there are only 10^L of them and training draws ~16k per length).
+Checkpoints are float32 safetensors (~1 MB), written atomically under data/checkpoints/,
+with the command, steps, seed, curve and test figures in their metadata.
+
 The ``ln-curves`` run trains 6+6-layer Post-LN and Pre-LN models with and without
-warm-up and writes their loss curves to data/results/ch04_ln_curves.json.
-Deterministic on the CPU given the seed; takes a few minutes on an idle 2-core machine.
+warm-up, for seeds 0, 1, 2, and writes their loss curves to data/results/ch04_ln_curves.json.
+Deterministic on the CPU given the seeds.
 """
 
 from __future__ import annotations
@@ -18,17 +29,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+import sys
 import time
 
 import torch
 from safetensors.torch import save_file
 
-from llmbook.device import seed_everything
-from llmbook.toy_seq2seq import VOCAB_SIZE, DigitTask, exact_match, make_batch, train_seq2seq
+from llmbook.device import default_device, seed_everything
+from llmbook.toy_seq2seq import (VOCAB_SIZE, DigitTask, drop_seen, exact_match, make_batch, train_seq2seq,
+                                 training_sources)
 from llmbook.transformer import Transformer, TransformerConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TASK = DigitTask("reverse", 1, 8)
+BATCH, LR, WARMUP, EVAL_EVERY = 64, 1e-3, 100, 250
+VAL_SEED, TEST_SEED, N_VAL, N_TEST_PER_LENGTH = 1234, 2024, 1000, 200
+LN_SEEDS, LN_LR = (0, 1, 2), 2e-3
 
 
 def toy_config(positional: str) -> TransformerConfig:
@@ -40,43 +57,89 @@ def ln_config(norm_first: bool) -> TransformerConfig:
                                    n_encoder_layers=6, n_decoder_layers=6, norm_first=norm_first)
 
 
+def command_line() -> str:
+    """The command as data/README.md writes it (``OMP_NUM_THREADS=1 python scripts/...``)."""
+    threads = os.environ.get("OMP_NUM_THREADS")
+    return (f"OMP_NUM_THREADS={threads} " if threads else "") + shlex.join(["python", "scripts/train_toy_transformer.py", *sys.argv[1:]])
+
+
 def save_atomic(tensors: dict, path: str, metadata: dict) -> None:
     tmp = path + ".tmp"
-    save_file({k: v.contiguous() for k, v in tensors.items()}, tmp, metadata={k: str(v) for k, v in metadata.items()})
+    save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, tmp,
+              metadata={k: v if isinstance(v, str) else json.dumps(v) for k, v in metadata.items()})
     os.replace(tmp, path)
 
 
-def train_toy(positional: str, out: str, max_steps: int, seed: int = 0) -> None:
+def heldout_sets(seen: set[str]) -> tuple[tuple[torch.Tensor, torch.Tensor], dict[int, tuple[torch.Tensor, torch.Tensor]]]:
+    """(validation, {length: test}) with every training string removed, and test also disjoint from validation."""
+    src, _, tgt = make_batch(TASK, 4 * N_VAL, torch.Generator().manual_seed(VAL_SEED))
+    v_src, v_tgt = drop_seen(src, tgt, seen)
+    val = (v_src[:N_VAL], v_tgt[:N_VAL])
+    val_strings = {DigitTask.to_text(r) for r in val[0].tolist()}
+    test = {}
+    for length in range(TASK.min_len, TASK.max_len + 1):
+        g = torch.Generator().manual_seed(TEST_SEED + length)
+        src, _, tgt = make_batch(DigitTask(TASK.kind, length, length), 4 * N_TEST_PER_LENGTH, g)
+        t_src, t_tgt = drop_seen(src, tgt, seen | val_strings)
+        test[length] = (t_src[:N_TEST_PER_LENGTH], t_tgt[:N_TEST_PER_LENGTH])
+    return val, test
+
+
+def train_toy(positional: str, out: str, steps: int, seed: int, device: torch.device) -> None:
+    seen = training_sources(TASK, steps, BATCH, seed)  # exactly the strings the run below trains on
+    (v_src, v_tgt), test = heldout_sets(seen)
     seed_everything(seed)
-    model = Transformer(toy_config(positional))
-    src, _, tgt = make_batch(TASK, 1000, torch.Generator().manual_seed(1234))
-    steps, em, t0 = 0, 0.0, time.time()
-    while steps < max_steps:
-        # one warm-up at the start; later chunks continue at the full learning rate
-        train_seq2seq(model, TASK, 250, batch_size=64, lr=1e-3, warmup=100 if steps == 0 else 0, seed=seed + steps, progress=False)
-        steps += 250
-        em = exact_match(model, src, tgt)
-        print(f"{positional}: step {steps}, held-out exact match {em:.3f}, {time.time() - t0:.0f}s", flush=True)
-        if em >= 0.995:
-            break
+    model = Transformer(toy_config(positional)).to(device)
+    curve, t0 = [], time.time()
+
+    def evaluate(step: int) -> None:
+        model.eval()
+        em = exact_match(model, v_src.to(device), v_tgt.to(device))
+        model.train()
+        curve.append([step, round(em, 4)])
+        print(f"{positional}: step {step}, validation exact match {em:.3f} ({len(v_src)} unseen strings), "
+              f"{time.time() - t0:.0f}s", flush=True)
+
+    # ONE call: one Adam and one batch generator for the whole run.
+    losses = train_seq2seq(model, TASK, steps, batch_size=BATCH, lr=LR, warmup=WARMUP, seed=seed, progress=False,
+                           callback=evaluate, callback_every=EVAL_EVERY)
+    model.eval()
+    per_length = {}
+    for length, (s, t) in test.items():
+        per_length[length] = {"n": len(s), "exact_match": round(exact_match(model, s.to(device), t.to(device)), 4) if len(s) else None}
+    n_all = sum(r["n"] for r in per_length.values())
+    pooled = sum(r["n"] * r["exact_match"] for r in per_length.values() if r["n"]) / n_all
+    print(f"{positional}: test exact match per length {per_length}; pooled {pooled:.4f} over {n_all}", flush=True)
     state = {k: v for k, v in model.state_dict().items() if k != "tgt_embed.weight"}  # shared with src_embed
-    save_atomic(state, out, {"positional": positional, "steps": steps, "heldout_exact_match": round(em, 4), "seed": seed})
+    meta = {"command": command_line(), "steps": str(steps), "seed": str(seed), "split": "none",
+            "data": f"synthetic: {TASK}; validation/test strings seen in training removed (training_sources + drop_seen)",
+            "positional": positional, "val_curve": curve, "val_exact_match": str(curve[-1][1]),
+            "test_exact_match_by_length": per_length, "test_exact_match": str(round(pooled, 4)), "test_n": str(n_all),
+            "final_train_loss_20": str(round(sum(losses[-20:]) / 20, 4)),
+            "recipe": f"train_seq2seq(steps={steps}, batch_size={BATCH}, lr={LR}, warmup={WARMUP}, seed={seed})"}
+    save_atomic(state, out, meta)
     print("saved", out)
 
 
-def ln_curves(out: str, steps: int) -> None:
-    curves = {}
+def ln_curves(out: str, steps: int, device: torch.device) -> None:
+    curves: dict[str, list[list[float]]] = {}
     for norm_first in (False, True):
         for warmup in (0, 100):
-            seed_everything(0)
-            model = Transformer(ln_config(norm_first))
-            losses = train_seq2seq(model, TASK, steps, batch_size=64, lr=2e-3, warmup=warmup, seed=0, progress=False, clip=None)
             name = f"{'pre' if norm_first else 'post'}-LN, warm-up {warmup}"
-            curves[name] = [round(x, 4) for x in losses]
-            print(name, "final loss", sum(losses[-20:]) / 20, flush=True)
+            curves[name] = []
+            for seed in LN_SEEDS:
+                seed_everything(seed)
+                model = Transformer(ln_config(norm_first)).to(device)
+                losses = train_seq2seq(model, TASK, steps, batch_size=BATCH, lr=LN_LR, warmup=warmup, seed=seed,
+                                       progress=False, clip=None)
+                curves[name].append([round(x, 4) for x in losses])
+                print(name, "seed", seed, "mean loss over the last 20 steps", round(sum(losses[-20:]) / 20, 4), flush=True)
+    meta = {"command": command_line(), "steps": steps, "seeds": list(LN_SEEDS), "split": "none",
+            "data": f"synthetic: {TASK}"}
     tmp = out + ".tmp"
     with open(tmp, "w") as f:
-        json.dump({"steps": steps, "lr": 2e-3, "config": "d_model=32, 6+6 layers, 2 heads, d_ff=64", "curves": curves}, f)
+        json.dump({"meta": meta, "steps": steps, "lr": LN_LR, "seeds": list(LN_SEEDS),
+                   "config": "d_model=32, 6+6 layers, 2 heads, d_ff=64", "curves": curves}, f)
     os.replace(tmp, out)
     print("saved", out)
 
@@ -84,22 +147,22 @@ def ln_curves(out: str, steps: int) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--which", choices=["reverse", "learned", "ln-curves"], required=True)
-    p.add_argument("--max-steps", type=int, default=4000)
-    p.add_argument("--ln-steps", type=int, default=300)
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: leave the default)")
+    p.add_argument("--steps", type=int, default=2000, help="updates of the reverse/learned runs")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ln-steps", type=int, default=150)
+    p.add_argument("--device", default=None, help="default: llmbook.device.default_device()")
     args = p.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    device = torch.device(args.device) if args.device else default_device()
     ck = os.path.join(ROOT, "data", "checkpoints")
     os.makedirs(ck, exist_ok=True)
     if args.which == "reverse":
-        train_toy("sinusoidal", os.path.join(ck, "ch04_reverse_sinusoidal.safetensors"), args.max_steps)
+        train_toy("sinusoidal", os.path.join(ck, "ch04_reverse_sinusoidal.safetensors"), args.steps, args.seed, device)
     elif args.which == "learned":
-        train_toy("learned", os.path.join(ck, "ch05_reverse_learned.safetensors"), args.max_steps)
+        train_toy("learned", os.path.join(ck, "ch05_reverse_learned.safetensors"), args.steps, args.seed, device)
     else:
         res = os.path.join(ROOT, "data", "results")
         os.makedirs(res, exist_ok=True)
-        ln_curves(os.path.join(res, "ch04_ln_curves.json"), args.ln_steps)
+        ln_curves(os.path.join(res, "ch04_ln_curves.json"), args.ln_steps, device)
 
 
 if __name__ == "__main__":
