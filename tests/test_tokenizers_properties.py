@@ -93,3 +93,105 @@ def test_char_bpe_heap_merge_equals_quadratic_merge(char_bpe, word):
     seq = [char_bpe._char_id.get(c, 0) for c in word]
     first = len(char_bpe.alphabet) + 1
     assert apply_merges(list(seq), char_bpe._ranks, first) == _quadratic_apply_merges(list(seq), char_bpe._ranks, first)
+
+
+# ---------------------------------------------------------------- round trips (issue 17, item 3)
+
+_ATOMS = [r"\w", r"\d", r"\s", r"\S", r"\p{L}", r"\p{N}", r"[a-m]", r"[^\s\p{L}]", ".", "a", "e", " ", r"\.", "é", "中"]
+_QUANTS = ["", "+", "*", "?", "{1,3}", "++", "*+", "{2}"]
+
+
+@st.composite
+def split_patterns(draw):
+    """Arbitrary valid regular expressions built from atoms, groups, quantifiers, alternation."""
+    def term():
+        atom = draw(st.sampled_from(_ATOMS))
+        wrap = draw(st.sampled_from(["{}", "(?:{})", "({})", "(?={})", "(?!{})", "(?i:{})"]))
+        return wrap.format(atom) + draw(st.sampled_from(_QUANTS)) if not wrap.startswith("(?=") and not wrap.startswith("(?!") else wrap.format(atom)
+    alts = ["".join(term() for _ in range(draw(st.integers(1, 3)))) for _ in range(draw(st.integers(1, 4)))]
+    pattern = "|".join(alts)
+    import regex
+
+    regex.compile(pattern)  # every pattern drawn is valid (possessive on a lookaround is not drawn)
+    return pattern
+
+
+_TEXTS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pattern=split_patterns(), text=_TEXTS)
+def test_byte_bpe_round_trip_any_pattern(pattern, text):
+    from llmbook.tokenizers import ByteBPETokenizer
+
+    tok = ByteBPETokenizer.train("the cat sat, on 12 mats! é中 " * 3 + text, vocab_size=280, pattern=pattern)
+    assert tok.decode(tok.encode(text)) == text
+    assert tok.decode(tok.encode("the cat, 中!")) == "the cat, 中!"
+
+
+@settings(max_examples=150, deadline=None)
+@given(pattern=split_patterns(), text=_TEXTS.filter(bool))
+def test_char_bpe_round_trip_any_pattern(pattern, text):
+    from llmbook.tokenizers import BPETokenizer
+    from llmbook.tokenizers.bpe import pretokenize
+
+    assert "".join(pretokenize(text, pattern)) == text
+    tok = BPETokenizer.train(text + " " + text, vocab_size=len(set(text + " ")) + 12, pattern=pattern)
+    assert tok.decode(tok.encode(text)) == text  # every character was seen in training
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=_TEXTS)
+def test_book_patterns_tile_every_text(text):
+    """The three built-in patterns leave no gaps: the gap-keeping split changes nothing for them."""
+    import regex
+
+    from llmbook.tokenizers import CL100K_SPLIT_PATTERN, GPT2_SPLIT_PATTERN
+    from llmbook.tokenizers.bpe import CHAR_SPLIT_PATTERN
+
+    for pattern in (CHAR_SPLIT_PATTERN, GPT2_SPLIT_PATTERN, CL100K_SPLIT_PATTERN):
+        assert "".join(regex.findall(pattern, text)) == text
+
+
+_SPECIALS = ["<|endoftext|>", "<pad>", "[SEP]", "<|a|><|b|>"]
+
+
+@st.composite
+def special_token_forms(draw):
+    """The accepted forms: a list, a tuple, or (for constructors) a dict with explicit ids."""
+    chosen = draw(st.lists(st.sampled_from(_SPECIALS), min_size=1, max_size=4, unique=True))
+    return draw(st.sampled_from(["list", "tuple", "dict"])), chosen
+
+
+def _lossless_tokenizers(text, form, chosen):
+    from llmbook.tokenizers import BPETokenizer, ByteBPETokenizer, ByteTokenizer, CharTokenizer
+
+    train_text = text + "".join(chosen) + " abc"
+    toks = []
+    for cls, size in ((ByteTokenizer, 256), (ByteBPETokenizer, 270), (CharTokenizer, None), (BPETokenizer, None)):
+        n = size if size is not None else len(set(train_text)) + 8
+        base = cls.train(train_text, vocab_size=n + len(chosen))
+        if form == "dict":
+            first = base._base_vocab_size
+            specials = {s: first + 3 * k + 1 for k, s in enumerate(chosen)}  # gaps between ids, as in cl100k
+        else:
+            specials = list(chosen) if form == "list" else tuple(chosen)
+        if form == "dict":
+            toks.append(cls._from_state(base._state(), specials))  # the constructor takes a dict
+        else:
+            toks.append(cls.train(train_text, vocab_size=n + len(chosen), special_tokens=specials))
+    return toks
+
+
+@settings(max_examples=60, deadline=None)
+@given(forms=special_token_forms(), parts=st.lists(st.one_of(_TEXTS, st.sampled_from(_SPECIALS)), max_size=6))
+def test_round_trip_with_special_tokens_in_every_form(forms, parts):
+    form, chosen = forms
+    text = "".join(parts)
+    for tok in _lossless_tokenizers(text, form, chosen):
+        assert set(tok.special_tokens) == set(chosen)
+        for allowed in ((), "all", chosen[:1]):
+            ids = tok.encode(text, allowed_special=allowed)
+            assert tok.decode(ids) == text
+        ordinary = tok.encode(text)
+        assert not set(ordinary) & set(tok.special_tokens.values())  # no injection without allowed_special

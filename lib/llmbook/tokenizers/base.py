@@ -26,7 +26,10 @@ which needs ``_base_vocab_size``.
 Special tokens. ``encode(text)`` treats text that looks like a special token as
 ordinary text (as tiktoken's ``encode_ordinary`` does), so a user's input can never
 inject a control token by accident; ``encode(text, allowed_special="all")`` or a set of
-names turns those substrings into their special ids.
+names turns those substrings into their special ids. ``special_tokens`` is a list (or
+tuple) of strings, or a ``{text: id}`` dict for a constructor; a bare string is refused
+with a TypeError (``list("<|endoftext|>")`` would make each of its characters a control
+token), by one shared check, :func:`special_token_list`.
 
 Left out: batching, padding and truncation (chapter 4 adds what the models need), and
 offsets back into the original string.
@@ -50,6 +53,10 @@ __all__ = [
     "check_vocab_size",
     "check_ids",
     "check_special_tokens",
+    "special_token_list",
+    "compile_pattern",
+    "split_keep_gaps",
+    "utf8_bytes",
     "write_json_atomic",
 ]
 
@@ -131,10 +138,42 @@ def check_ids(ids: Any, vocab_size: int, valid: "set[int] | None" = None, name: 
     return out
 
 
+def special_token_list(special_tokens: Any, name: str = "special_tokens") -> list[str]:
+    """Return the special tokens given to ``train`` as a list of non-empty strings.
+
+    A bare string is refused: ``list("<|endoftext|>")`` would silently make every one of
+    its characters a control token (so ordinary letters would encode to special ids).
+
+    >>> special_token_list(("<|endoftext|>",))
+    ['<|endoftext|>']
+    >>> special_token_list("<|endoftext|>")
+    Traceback (most recent call last):
+    ...
+    TypeError: special_tokens must be a list of str such as ['<|endoftext|>'], got the bare str '<|endoftext|>' (it would be split into characters)
+    """
+    if special_tokens is None:
+        return []
+    if isinstance(special_tokens, (str, bytes)):
+        raise TypeError(
+            f"{name} must be a list of str such as [{special_tokens!r}], got the bare "
+            f"{type(special_tokens).__name__} {special_tokens!r} (it would be split into characters)"
+        )
+    if isinstance(special_tokens, dict) or not isinstance(special_tokens, Iterable):
+        raise TypeError(f"{name} must be a list of str, got {type(special_tokens).__name__}")
+    out = list(special_tokens)
+    for s in out:
+        if not isinstance(s, str) or not s:
+            raise ValueError(f"{name}: each token must be a non-empty str, got {s!r}")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} lists a token twice: {out}")
+    return out
+
+
 def check_special_tokens(special_tokens: Any, first_id: int | None = None) -> dict[str, int]:
     """Normalise special tokens to ``{text: id}``.
 
-    A list of strings gets consecutive ids from ``first_id``; a dict is taken as is.
+    A list or tuple of strings gets consecutive ids from ``first_id``; a dict is taken as
+    is; a bare string is refused (see :func:`special_token_list`).
 
     >>> check_special_tokens(["<|endoftext|>"], first_id=300)
     {'<|endoftext|>': 300}
@@ -143,10 +182,11 @@ def check_special_tokens(special_tokens: Any, first_id: int | None = None) -> di
         return {}
     if isinstance(special_tokens, dict):
         items = list(special_tokens.items())
-    elif isinstance(special_tokens, (list, tuple)):
+    elif isinstance(special_tokens, (list, tuple, str, bytes)):
+        tokens = special_token_list(special_tokens)
         if first_id is None:
             raise ValueError("special_tokens given as a list needs first_id")
-        items = [(s, first_id + k) for k, s in enumerate(special_tokens)]
+        items = [(s, first_id + k) for k, s in enumerate(tokens)]
     else:
         raise TypeError(f"special_tokens must be a list of str or a dict str->int, got {type(special_tokens).__name__}")
     out: dict[str, int] = {}
@@ -159,6 +199,72 @@ def check_special_tokens(special_tokens: Any, first_id: int | None = None) -> di
     if len(set(out.values())) != len(out):
         raise ValueError(f"special_tokens: two tokens share an id in {out}")
     return out
+
+
+def compile_pattern(pattern: Any, name: str = "pattern") -> "regex.Pattern[str]":
+    r"""Compile a pre-tokenization pattern; a non-str or invalid one -> an error naming it.
+
+    >>> compile_pattern(r"\w+").pattern
+    '\\w+'
+    >>> compile_pattern("(")
+    Traceback (most recent call last):
+    ...
+    ValueError: pattern '(' is not a valid regular expression: missing ) at position 1
+    """
+    if not isinstance(pattern, str):
+        raise TypeError(f"{name} must be a str (a regular expression), got {type(pattern).__name__}")
+    try:
+        return regex.compile(pattern)
+    except regex.error as exc:
+        raise ValueError(f"{name} {pattern!r} is not a valid regular expression: {exc}") from None
+
+
+def split_keep_gaps(split: "regex.Pattern[str]", text: str) -> list[str]:
+    r"""Cut ``text`` at the matches of ``split``, keeping the text between matches as pieces.
+
+    ``"".join(pieces) == text`` for every pattern, so no character is lost when a pattern
+    does not cover the whole text (a user's ``\w+`` skips spaces and punctuation; those
+    runs become pieces of their own). Empty matches give no piece.
+
+    >>> split_keep_gaps(regex.compile(r"\w+"), "hi, there!")
+    ['hi', ', ', 'there', '!']
+    """
+    if not split.groups:
+        pieces = split.findall(text)  # the common case, all in C: the pattern tiles the text
+        if sum(map(len, pieces)) == len(text):
+            return [p for p in pieces if p] if "" in pieces else pieces
+    out: list[str] = []
+    at = 0
+    for m in split.finditer(text):
+        start, end = m.span()
+        if start > at:
+            out.append(text[at:start])
+        if end > start:
+            out.append(text[start:end])
+        at = max(at, end)
+    if at < len(text):
+        out.append(text[at:])
+    return out
+
+
+def utf8_bytes(text: str, name: str = "text") -> bytes:
+    """``text`` as UTF-8; a lone surrogate (which UTF-8 cannot hold) -> ValueError naming ``name``.
+
+    >>> utf8_bytes("hé")
+    b'h\\xc3\\xa9'
+    >>> utf8_bytes("a\\ud800")
+    Traceback (most recent call last):
+    ...
+    ValueError: text contains the lone surrogate U+D800 at index 1, which UTF-8 cannot encode (fix the text, e.g. text.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace'))
+    """
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start]
+        raise ValueError(
+            f"{name} contains the lone surrogate U+{ord(bad):04X} at index {exc.start}, which UTF-8 cannot encode "
+            "(fix the text, e.g. text.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace'))"
+        ) from None
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
@@ -362,7 +468,7 @@ class Tokenizer(ABC):
             raise ValueError(f"{path} holds a {name}, not a {cls.__name__}")
         try:
             return target._from_state(obj["state"], check_special_tokens(obj.get("special_tokens") or {}))
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, regex.error) as exc:
             raise ValueError(f"{path} is damaged: {type(exc).__name__}: {exc}") from None
 
     def __repr__(self) -> str:

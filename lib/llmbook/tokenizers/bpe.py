@@ -7,7 +7,9 @@ symbols into a new symbol, until the vocabulary has the size asked for.
 
 Pre-tokenization. The text is first cut into runs of letters, digits, other symbols and
 whitespace (:data:`CHAR_SPLIT_PATTERN`); merges never cross a cut, so no token joins a
-word to the space after it.
+word to the space after it. Any other pattern may be given; text that none of its
+alternatives matches is kept as pieces of its own (``split_keep_gaps`` in
+:mod:`llmbook.tokenizers.base`), so no character is ever dropped.
 
 Tie-break (the book's rule, used by the notebook's step-by-step trainer too): the pair
 with the highest count wins; among pairs with equal counts, the one whose left symbol
@@ -41,9 +43,15 @@ import heapq
 from collections import Counter, defaultdict
 from typing import Any, Iterable, Sequence
 
-import regex
-
-from .base import Tokenizer, check_text, check_training_text, check_vocab_size
+from .base import (
+    Tokenizer,
+    check_text,
+    check_training_text,
+    check_vocab_size,
+    compile_pattern,
+    special_token_list,
+    split_keep_gaps,
+)
 
 __all__ = ["BPETokenizer", "CHAR_SPLIT_PATTERN", "pretokenize", "train_merges", "merge_pair", "count_pairs"]
 
@@ -56,13 +64,18 @@ Pair = tuple[int, int]
 
 
 def pretokenize(text: str, pattern: str = CHAR_SPLIT_PATTERN) -> list[str]:
-    """Cut ``text`` into the pieces that BPE merges within.
+    r"""Cut ``text`` into the pieces that BPE merges within.
+
+    Text that no alternative of ``pattern`` matches is kept as pieces of its own, so
+    ``"".join(pretokenize(text, pattern)) == text`` for any pattern.
 
     >>> pretokenize("the car, 2 cats")
     ['the', ' ', 'car', ',', ' ', '2', ' ', 'cats']
+    >>> pretokenize("hi, there!", r"\w+")
+    ['hi', ', ', 'there', '!']
     """
     check_text(text)
-    return regex.findall(pattern, text)
+    return split_keep_gaps(compile_pattern(pattern), text)
 
 
 def merge_pair(seq: Sequence[int], pair: Pair, new_id: int) -> list[int]:
@@ -284,8 +297,8 @@ class BPETokenizer(Tokenizer):
         if any(not isinstance(c, str) or len(c) != 1 for c in alphabet) or len(set(alphabet)) != len(alphabet):
             raise ValueError("alphabet must be distinct single characters")
         self.alphabet = alphabet
+        self._split = compile_pattern(pattern)
         self.pattern = pattern
-        self._split = regex.compile(pattern)
         self._char_id = {c: k + 1 for k, c in enumerate(alphabet)}
         self.merges: list[Pair] = [(int(a), int(b)) for a, b in merges]
         self.merge_counts: list[int] = list(merge_counts) if merge_counts is not None else [0] * len(self.merges)
@@ -315,11 +328,12 @@ class BPETokenizer(Tokenizer):
         Stops early (a smaller vocabulary) if every pre-token has become one symbol.
         """
         check_training_text(text)
-        specials = list(special_tokens or ())
+        specials = special_token_list(special_tokens)
+        split = compile_pattern(pattern)
         alphabet = list(dict.fromkeys(text))  # order of first appearance
         check_vocab_size(vocab_size, len(alphabet) + 1 + len(specials), f"<unk> + the {len(alphabet)} characters of the text + special tokens")
         char_id = {c: k + 1 for k, c in enumerate(alphabet)}
-        words = Counter(regex.findall(pattern, text))
+        words = Counter(split_keep_gaps(split, text))
         seqs = {tuple(char_id[c] for c in w): f for w, f in words.items()}
         num = vocab_size - 1 - len(alphabet) - len(specials)
         merges = train_merges(seqs, num, first_id=len(alphabet) + 1, progress=progress, desc="BPE (characters)")
@@ -346,7 +360,7 @@ class BPETokenizer(Tokenizer):
 
     def _encode_ordinary(self, text: str) -> list[int]:
         out: list[int] = []
-        for word in self._split.findall(text):
+        for word in split_keep_gaps(self._split, text):
             out.extend(self._encode_word(word))
         return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .base import Tokenizer, check_training_text, check_vocab_size
+from .base import Tokenizer, check_training_text, check_vocab_size, special_token_list, utf8_bytes
 
 __all__ = ["ByteTokenizer"]
 
@@ -31,15 +31,16 @@ class ByteTokenizer(Tokenizer):
     def train(cls, text: str, vocab_size: int = 256, special_tokens: "Sequence[str] | None" = None) -> "ByteTokenizer":
         """Nothing to learn; checks the arguments like every other ``train``."""
         check_training_text(text)
-        check_vocab_size(vocab_size, 256 + len(special_tokens or ()), "the 256 byte values and the special tokens")
-        return cls(special_tokens=list(special_tokens or ()))
+        specials = special_token_list(special_tokens)
+        check_vocab_size(vocab_size, 256 + len(specials), "the 256 byte values and the special tokens")
+        return cls(special_tokens=specials)
 
     @property
     def _base_vocab_size(self) -> int:
         return 256
 
     def _encode_ordinary(self, text: str) -> list[int]:
-        return list(text.encode("utf-8"))
+        return list(utf8_bytes(text))
 
     def _decode_ordinary(self, ids: list[int]) -> str:
         return bytes(ids).decode("utf-8", errors="replace")

@@ -15,6 +15,9 @@ statistics are not wasted on 'dog.', 'dog!', 'dog?' as separate tokens:
   contractions, digits in groups of at most three, newlines kept apart, possessive
   quantifiers (the third-party ``regex`` package supports them).
 
+Both patterns cover every character. A user's pattern need not: the text between its
+matches becomes pieces of its own, so ``decode(encode(s)) == s`` holds for any pattern.
+
 Training uses :func:`llmbook.tokenizers.bpe.train_merges` on the distinct pieces (the
 same tie-break: highest count, then smallest left id, then smallest right id; bytes
 have ids 0..255). Encoding follows tiktoken exactly: a piece that is itself a token
@@ -39,9 +42,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Sequence
 
-import regex
-
-from .base import Tokenizer, check_training_text, check_vocab_size
+from .base import Tokenizer, check_training_text, check_vocab_size, compile_pattern, special_token_list, split_keep_gaps, utf8_bytes
 from .bpe import train_merges
 
 __all__ = ["ByteBPETokenizer", "GPT2_SPLIT_PATTERN", "CL100K_SPLIT_PATTERN", "bpe_encode_piece", "tiktoken_file"]
@@ -162,8 +163,8 @@ class ByteBPETokenizer(Tokenizer):
         self.ranks: dict[bytes, int] = {}
         for i, v in enumerate(vocab):
             self.ranks.setdefault(v, i)
+        self._split = compile_pattern(pattern)
         self.pattern = pattern
-        self._split = regex.compile(pattern)
         self.merges = list(merges or [])  # ((left, right), count) of training; empty when loaded
         self._cache: dict[str, list[int]] = {}
         super().__init__(special_tokens)
@@ -181,9 +182,10 @@ class ByteBPETokenizer(Tokenizer):
     ) -> "ByteBPETokenizer":
         """Learn ``vocab_size - 256 - len(special_tokens)`` merges on the bytes of ``text``."""
         check_training_text(text)
-        specials = list(special_tokens or ())
+        utf8_bytes(text)  # a lone surrogate -> a clear error
+        specials = special_token_list(special_tokens)
         check_vocab_size(vocab_size, 256 + len(specials), "the 256 byte values + special tokens")
-        pieces = Counter(regex.findall(pattern, text))
+        pieces = Counter(split_keep_gaps(compile_pattern(pattern), text))
         words = {tuple(p.encode("utf-8")): f for p, f in pieces.items()}
         merges = train_merges(words, vocab_size - 256 - len(specials), first_id=256, progress=progress, desc="byte-level BPE")
         vocab = [bytes([b]) for b in range(256)]
@@ -217,9 +219,15 @@ class ByteBPETokenizer(Tokenizer):
                 ranks[int(rank)] = base64.b64decode(token, validate=True)
             except ValueError as exc:
                 raise ValueError(f"{path}:{lineno} is not 'base64-token rank': {exc}") from None
+        if not ranks:
+            raise ValueError(f"{path} holds no ranks (an empty file; expected 'base64-token rank' lines)")
         if sorted(ranks) != list(range(len(ranks))):
             raise ValueError(f"{path}: ranks are not 0..{len(ranks) - 1} without gaps")
         vocab = [ranks[i] for i in range(len(ranks))]
+        have = set(vocab)
+        missing = [b for b in range(256) if bytes([b]) not in have]
+        if missing:
+            raise ValueError(f"{path} is not a complete rank file: {len(missing)} single bytes have no rank (e.g. {missing[0]})")
         if pattern is None:
             pattern = CL100K_SPLIT_PATTERN if is_cl100k or path.stem.startswith("cl100k") else GPT2_SPLIT_PATTERN
         if special_tokens is None and (is_cl100k or path.stem.startswith("cl100k")):
@@ -233,14 +241,18 @@ class ByteBPETokenizer(Tokenizer):
         return len(self.vocab)
 
     def _encode_ordinary(self, text: str) -> list[int]:
-        pieces = self._split.findall(text)
+        pieces = split_keep_gaps(self._split, text)
         cache = self._cache
         if len(cache) > 500_000:
             cache.clear()  # bound the memory; a cache is only a speed-up
         ranks = self.ranks
         # Encode each new piece once; then the whole text is one C-level lookup and join.
         for piece in set(pieces).difference(cache):
-            cache[piece] = bpe_encode_piece(piece.encode("utf-8"), ranks)
+            try:
+                cache[piece] = bpe_encode_piece(piece.encode("utf-8"), ranks)
+            except UnicodeEncodeError:
+                utf8_bytes(text)  # raises the clear error naming `text`
+                raise
         return list(chain.from_iterable(map(cache.__getitem__, pieces)))
 
     def _decode_ordinary(self, ids: list[int]) -> str:

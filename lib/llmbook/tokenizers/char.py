@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
-from .base import Tokenizer, check_text, check_training_text, check_vocab_size
+from .base import Tokenizer, check_text, check_training_text, check_vocab_size, special_token_list
 
 __all__ = ["CharTokenizer"]
 
@@ -46,13 +46,14 @@ class CharTokenizer(Tokenizer):
     def train(cls, text: str, vocab_size: "int | None" = None, special_tokens: "Sequence[str] | None" = None) -> "CharTokenizer":
         """Vocabulary: ``<unk>`` plus the most frequent characters (all of them if ``vocab_size`` is None)."""
         check_training_text(text)
-        n_special = len(special_tokens or ())
+        specials = special_token_list(special_tokens)
+        n_special = len(specials)
         counts = Counter(text)
         ranked = sorted(counts, key=lambda c: (-counts[c], ord(c)))
         if vocab_size is not None:
             check_vocab_size(vocab_size, 2 + n_special, "<unk>, one character and the special tokens")
             ranked = ranked[: vocab_size - 1 - n_special]
-        return cls(ranked, special_tokens=list(special_tokens or ()))
+        return cls(ranked, special_tokens=specials)
 
     @property
     def _base_vocab_size(self) -> int:

@@ -59,7 +59,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from .base import Tokenizer, check_text, check_training_text, check_vocab_size
+from .base import Tokenizer, check_text, check_training_text, check_vocab_size, special_token_list
 
 __all__ = [
     "Unigram",
@@ -406,7 +406,7 @@ class Unigram(Tokenizer):
         if names[0] != UNK:
             raise ValueError(f"pieces[0] must be {UNK!r} (the unknown piece), got {names[0]!r}")
         self.pieces = [(p, float(s)) for p, s in pieces]
-        self.control = set(control) | {UNK}
+        self.control = set(special_token_list(control, name="control")) | {UNK}
         self.add_dummy_prefix = bool(add_dummy_prefix)
         self.remove_extra_whitespaces = bool(remove_extra_whitespaces)
         self.piece_to_id = {p: i for i, (p, _) in enumerate(self.pieces)}
@@ -467,6 +467,12 @@ class Unigram(Tokenizer):
             raise TypeError(f"config must be a UnigramTrainConfig, got {type(cfg).__name__}")
         if not 0 < cfg.shrink < 1:
             raise ValueError(f"config.shrink must be in (0, 1), got {cfg.shrink}")
+        for name in ("em_iterations", "seed_size", "max_piece_len"):
+            v = getattr(cfg, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"config.{name} must be an int >= 1, got {v!r}")
+        if not cfg.overshoot >= 1.0 or cfg.overshoot == float("inf"):
+            raise ValueError(f"config.overshoot must be a finite number >= 1, got {cfg.overshoot!r}")
         specials = [UNK, "<s>", "</s>"]
         words: Counter = Counter()
         for line in text.split("\n"):

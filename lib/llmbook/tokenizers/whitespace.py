@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import regex
 
-from .base import Tokenizer, check_text, check_training_text, check_vocab_size
+from .base import Tokenizer, check_text, check_training_text, check_vocab_size, special_token_list
 
 __all__ = ["WhitespaceTokenizer", "PennTreebankTokenizer", "treebank_split"]
 
@@ -82,7 +82,7 @@ class WhitespaceTokenizer(Tokenizer):
     def train(cls, text: str, vocab_size: "int | None" = None, special_tokens: "Sequence[str] | None" = None) -> "WhitespaceTokenizer":
         """Vocabulary: ``<unk>`` + the most frequent words (ties: first seen), all if ``vocab_size`` is None."""
         check_training_text(text)
-        specials = list(special_tokens or ())
+        specials = special_token_list(special_tokens)
         counts = Counter(cls.split(cls, text))  # split does not use the instance
         if not counts:
             raise ValueError("text has no words (only whitespace)")

@@ -40,7 +40,7 @@ from typing import Any, Iterable
 
 from tqdm.auto import tqdm
 
-from .base import Tokenizer, check_ids, check_text, check_training_text, check_vocab_size
+from .base import Tokenizer, check_ids, check_text, check_training_text, check_vocab_size, special_token_list
 
 __all__ = [
     "WordPiece",
@@ -415,6 +415,9 @@ class WordPiece(Tokenizer):
         """
         check_training_text(text)
         check_vocab_size(vocab_size, 1)
+        specials = special_token_list(specials, name="specials")
+        if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 1:
+            raise ValueError(f"min_frequency must be an int >= 1, got {min_frequency!r}")
         proto = cls(list(specials), lowercase=lowercase)
         word_counts = Counter(proto.basic_tokenize(text))
         if not word_counts:
