@@ -113,3 +113,36 @@ def test_explorer_recompute_and_empty_text_error():
     with pytest.raises(ValueError, match="text"):
         attention_explorer(recompute=recompute, text="")
     plt.close("all")
+
+
+def test_grid_long_input_is_readable_and_shares_one_scale():
+    """27 tokens, 4 heads: labels on outer panels (every n-th), one colour bar, one scale."""
+    from llmbook.viz.attention import GRID_LABELS
+
+    T, H = 27, 4
+    w = torch.randn(H, T, T, generator=torch.Generator().manual_seed(1)).softmax(-1)
+    w[2] = 1.0 / T  # a flat head: with a shared scale it must look flat (dark), not full range
+    toks = [f"t{i}" for i in range(T)]
+    fig = attention_grid(w, toks, ncols=2)
+    heads = [ax for ax in fig.axes if ax.images]
+    assert len(heads) == H
+    bars = [ax for ax in fig.axes if not ax.images and ax.get_ylabel().startswith("attention weight")]
+    assert len(bars) == 1
+    limits = {ax.images[0].get_clim() for ax in heads}
+    assert limits == {(0.0, float(w.max()))}
+    fig.canvas.draw()
+    # bottom row shows key labels, top row hides them; first column shows query labels
+    def shown(ax, axis):
+        labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+        return [t.get_text() for t in labels if t.get_visible() and t.get_text()]
+    bottom, top = heads[2], heads[0]
+    assert 1 < len(shown(bottom, "x")) <= GRID_LABELS and shown(bottom, "x")[0] == "t0"
+    assert shown(top, "x") == []
+    assert 1 < len(shown(heads[0], "y")) <= GRID_LABELS and shown(heads[1], "y") == []
+    plt.close(fig)
+    # per-head scaling is still available
+    fig = attention_grid(w, toks, shared_scale=False)
+    assert len({ax.images[0].get_clim() for ax in fig.axes if ax.images}) > 1
+    plt.close(fig)
+    with pytest.raises(TypeError, match="shared_scale"):
+        attention_grid(w, toks, shared_scale="yes")

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 
 from .widget import Explorer
 
-__all__ = ["attention_heatmap", "attention_grid", "rescale_attention", "attention_explorer", "MAX_LABELS"]
+__all__ = ["attention_heatmap", "attention_grid", "rescale_attention", "attention_explorer", "MAX_LABELS", "GRID_LABELS"]
 
 MAX_LABELS = 60  # beyond this many tokens, label only every n-th tick
 ALL_HEADS = "all heads"
@@ -56,10 +56,18 @@ def _check_tokens(tokens, name: str, n: int, axis: str) -> list[str]:
     return tokens
 
 
-def _label_ticks(ax, n: int, tokens: list[str], axis: str) -> None:
-    step = max(1, math.ceil(n / MAX_LABELS))
+_SHOW = {" ": "\u2423", "\n": "\u21b5", "\t": "\u21e5"}  # space, newline, tab as visible marks
+
+
+def _visible(token: str) -> str:
+    """A token label a reader can see: a lone space, newline or tab becomes a mark (``␣``, ``↵``, ``⇥``)."""
+    return _SHOW.get(token, token.replace("\n", "\u21b5")) if token.strip() == "" or "\n" in token else token
+
+
+def _label_ticks(ax, n: int, tokens: list[str], axis: str, max_labels: int = MAX_LABELS) -> None:
+    step = max(1, math.ceil(n / max_labels))
     pos = list(range(0, n, step))
-    labels = [tokens[i] for i in pos]
+    labels = [_visible(tokens[i]) for i in pos]
     if axis == "x":
         ax.set_xticks(pos)
         ax.set_xticklabels(labels, rotation=90 if n > 8 or max(map(len, labels), default=0) > 3 else 0, fontsize=9 if n <= 30 else 7)
@@ -68,11 +76,13 @@ def _label_ticks(ax, n: int, tokens: list[str], axis: str) -> None:
         ax.set_yticklabels(labels, fontsize=9 if n <= 30 else 7)
 
 
-def _draw(ax, w: np.ndarray, keys: list[str], queries: list[str], title: Optional[str], annotate: bool) -> object:
-    im = ax.imshow(w, cmap="viridis", vmin=0.0, vmax=max(1e-12, float(np.nanmax(w))), aspect="auto", interpolation="nearest")
+def _draw(ax, w: np.ndarray, keys: list[str], queries: list[str], title: Optional[str], annotate: bool,
+          vmax: Optional[float] = None, max_labels: int = MAX_LABELS) -> object:
+    vmax = max(1e-12, float(np.nanmax(w))) if vmax is None else vmax
+    im = ax.imshow(w, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto", interpolation="nearest")
     ax.grid(False)
-    _label_ticks(ax, w.shape[1], keys, "x")
-    _label_ticks(ax, w.shape[0], queries, "y")
+    _label_ticks(ax, w.shape[1], keys, "x", max_labels)
+    _label_ticks(ax, w.shape[0], queries, "y", max_labels)
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query (attending)")
     if title:
@@ -110,11 +120,21 @@ def attention_heatmap(weights, tokens, query_tokens=None, ax=None, title: Option
     return fig
 
 
-def attention_grid(weights, tokens, query_tokens=None, title: Optional[str] = None, ncols: Optional[int] = None) -> Figure:
+GRID_LABELS = 12  # at most this many token labels per axis in a small-multiples grid
+
+
+def attention_grid(weights, tokens, query_tokens=None, title: Optional[str] = None, ncols: Optional[int] = None,
+                   shared_scale: bool = True) -> Figure:
     """All heads of one layer side by side; ``weights`` has shape (H, Tq, Tk).
 
-    >>> fig = attention_grid(torch.rand(3, 2, 2).softmax(-1), ["a", "b"]); len(fig.axes)
-    3
+    Every panel uses one colour scale, 0 to the largest weight of any head, with one
+    colour bar, so heads can be compared (a flat head looks flat). ``shared_scale=False``
+    scales each head to its own maximum instead. Token labels sit on the outer panels
+    (keys under the bottom row, queries left of the first column); above
+    ``GRID_LABELS`` tokens only every n-th is labelled.
+
+    >>> fig = attention_grid(torch.rand(3, 2, 2).softmax(-1), ["a", "b"]); len(fig.axes)  # 3 heads + colour bar
+    4
     >>> plt.close(fig)
     """
     w = _as_array(weights, "weights", 3)
@@ -125,19 +145,29 @@ def attention_grid(weights, tokens, query_tokens=None, title: Optional[str] = No
         raise ValueError(f"weights are {Tq} x {Tk}: give query_tokens for cross-attention")
     if ncols is not None and (isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1):
         raise ValueError(f"ncols must be a positive int, got {ncols!r}")
+    if not isinstance(shared_scale, bool):
+        raise TypeError(f"shared_scale must be True or False, got {shared_scale!r}")
     ncols = ncols or min(H, 4)
     nrows = math.ceil(H / ncols)
     cell = 2.4 if max(Tq, Tk) <= 30 else 3.2
-    fig, axes = plt.subplots(nrows, ncols, figsize=(cell * ncols + 0.5, cell * nrows + 0.6), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(cell * ncols + 1.3, cell * nrows + 0.9), squeeze=False,
+                             layout="constrained")
+    vmax = max(1e-12, float(np.nanmax(w))) if shared_scale else None
+    im = None
     for h in range(nrows * ncols):
         ax = axes[h // ncols][h % ncols]
         if h >= H:
             ax.axis("off")
             continue
-        _draw(ax, w[h], keys, queries, f"head {h}", annotate=False)
-        if max(Tq, Tk) > 12:  # small multiples: keep only the outer labels readable
-            ax.set_xticks([]), ax.set_yticks([])
+        im = _draw(ax, w[h], keys, queries, f"head {h}", annotate=False, vmax=vmax, max_labels=GRID_LABELS)
         ax.set_xlabel(""), ax.set_ylabel("")
+        last_in_column = h + ncols >= H
+        if not last_in_column:
+            ax.tick_params(axis="x", labelbottom=False)
+        if h % ncols:
+            ax.tick_params(axis="y", labelleft=False)
+    if shared_scale:
+        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="attention weight (one scale for all heads)")
     fig.supxlabel("key (attended to)")
     fig.supylabel("query (attending)")
     if title:
