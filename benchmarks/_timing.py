@@ -19,7 +19,13 @@ benchmark here does the same four things:
    goal (``<= 1.5``, ``>= 6``) is checked at the median and at the pessimistic end of that
    spread (the upper quartile for ``<=``, the lower for ``>=``).
 
-The thread count is fixed (``set_threads``) and printed with the machine. Each script
+The thread count is fixed (``set_threads``, default one thread: ``BENCH_THREADS`` changes it)
+and printed with the machine. With one thread the clock is the CPU time of the process
+(``time.process_time``): on a machine shared with other programs a single thread's CPU
+time is what the code costs, while its wall time also counts the turns other programs got
+(and with two OpenMP threads on two busy cores, every parallel region waits for the
+thread that was descheduled: 5-10x slower steps, all noise). With more threads the clock
+is wall time (``time.perf_counter``), which is right on an idle machine. Each script
 collects its metrics in a ``Results`` and writes them to ``benchmarks/results/<name>.json``;
 ``benchmarks/report.py`` merges those into ``benchmarks/results.json`` and prints the
 markdown table.
@@ -121,15 +127,30 @@ def schedule(names: list[str], repeats: int) -> list[str]:
     return order
 
 
+def default_clock() -> Callable[[], float]:
+    """CPU time of the process with one torch thread, wall time with more (see the module docstring)."""
+    import torch
+
+    return time.process_time if torch.get_num_threads() == 1 else time.perf_counter
+
+
+def clock_name(clock: Callable[[], float] | None = None) -> str:
+    clock = clock or default_clock()
+    return {time.process_time: "cpu time (process_time)", time.perf_counter: "wall time (perf_counter)"}.get(
+        clock, getattr(clock, "__name__", "custom"))
+
+
 def measure(fns: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,
-            clock: Callable[[], float] = time.perf_counter,
+            clock: Callable[[], float] | None = None,
             sync: Callable[[], object] | None = None) -> dict[str, Timing]:
     """Time each callable ``repeats`` times, alternating sides, after ``warmup`` untimed runs each.
 
     ``clock`` is any monotonic clock (``time.perf_counter`` for wall time,
-    ``time.process_time`` for the CPU time of single-threaded code); ``sync`` runs before
-    reading the clock (``torch.cuda.synchronize`` on a GPU).
+    ``time.process_time`` for the CPU time of single-threaded code; by default
+    ``default_clock()``); ``sync`` runs before reading the clock (``torch.cuda.synchronize``
+    on a GPU).
     """
+    clock = clock or default_clock()
     if not fns:
         raise ValueError("fns is empty: give at least one callable to time")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
@@ -197,11 +218,11 @@ def quick_mode(argv: list[str] | None = None) -> bool:
 
 
 def set_threads(n: int | None = None) -> int:
-    """Fix torch's intra-op thread count (``BENCH_THREADS``, default 2 or fewer cores); return it."""
+    """Fix torch's intra-op thread count (``n``, else ``BENCH_THREADS``, else 1); return it."""
     import torch
 
     if n is None:
-        n = int(os.environ.get("BENCH_THREADS", min(2, os.cpu_count() or 1)))
+        n = int(os.environ.get("BENCH_THREADS", "1"))
     torch.set_num_threads(n)
     return torch.get_num_threads()
 
@@ -223,6 +244,7 @@ def machine_info() -> dict:
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "threads": torch.get_num_threads(),
+        "clock": clock_name(),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -232,8 +254,8 @@ def machine_info() -> dict:
 
 def print_machine(info: dict | None = None) -> dict:
     info = machine_info() if info is None else info
-    print(f"torch {info['torch']}, {info['threads']} threads, {info['cores']} cores ({info['cpu']}), "
-          f"load average {info['load_average_1min']}", flush=True)
+    print(f"torch {info['torch']}, {info['threads']} thread(s), {info['cores']} cores ({info['cpu']}), "
+          f"load average {info['load_average_1min']}, clock: {info['clock']}", flush=True)
     return info
 
 
@@ -269,6 +291,7 @@ class Results:
             "description": description,
             "benchmark": self.bench,
             "threads": info["threads"],
+            "clock": info["clock"],
             "torch": info["torch"],
             "cpu": info["cpu"],
             "date": info["date"],
@@ -304,5 +327,5 @@ class Results:
         self.write()
 
 
-__all__ = ["Timing", "Ratio", "Results", "measure", "ratio", "throughput", "schedule", "quartiles",
+__all__ = ["Timing", "Ratio", "Results", "measure", "default_clock", "clock_name", "ratio", "throughput", "schedule", "quartiles",
            "goal_holds", "quick_mode", "set_threads", "machine_info", "print_machine"]
