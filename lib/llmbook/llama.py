@@ -3,7 +3,8 @@
 Covers
 ------
 LLaMA (Touvron et al., 2023, "LLaMA: Open and Efficient Foundation Language Models",
-arXiv:2302.13971) is GPT with five changes, each a small module here:
+arXiv:2302.13971) is GPT-2's pre-norm decoder (pre-norm was already GPT-2's, and LLaMA still
+warmed its learning rate up over 2,000 steps) with these changes, each a small module here:
 
 - ``RMSNorm``: y = x / sqrt(mean(x^2) + eps) * g, no centring and no bias
   (Zhang & Sennrich, 2019, "Root Mean Square Layer Normalization").
@@ -12,8 +13,10 @@ arXiv:2302.13971) is GPT with five changes, each a small module here:
 - RoPE on queries and keys (``llmbook.positional.apply_rope``, chapter 5) instead of
   added position vectors.
 - ``GroupedQueryAttention``: n_head query heads share n_kv_head key/value heads
-  (Ainslie et al., 2023, "GQA"), so the KV cache shrinks by n_head / n_kv_head.
-- pre-norm blocks x + f(norm(x)) and no biases anywhere.
+  (Ainslie et al., 2023, "GQA"), so the KV cache shrinks by n_head / n_kv_head. Not in
+  LLaMA-1, which used plain multi-head attention (n_kv_head = n_head); GQA came with
+  LLaMA-2 34B/70B and later models such as SmolLM2.
+- no biases anywhere, in GPT-2's pre-norm blocks x + f(norm(x)).
 
 ``load_gguf(path)`` reads a llama.cpp GGUF file with the ``gguf`` package, dequantises
 every tensor, undoes llama.cpp's reordering of the query/key rows, checks every tensor
