@@ -195,7 +195,8 @@ def _cached(name: str, build: Callable[[], str]) -> str:
     sum_path = folder / f"{name}.v{_FORMAT_VERSION}.sha256"
     if text_path.exists() and sum_path.exists():
         data = text_path.read_bytes()
-        if _sha256(data) == sum_path.read_text().strip():
+        # A damaged checksum file (even non-UTF-8 bytes) is a mismatch: rebuild, never crash.
+        if _sha256(data) == sum_path.read_bytes().decode("ascii", errors="replace").strip():
             return data.decode("utf-8")
         warnings.warn(f"cached corpus {text_path} failed its checksum; rebuilding it", stacklevel=3)
     text = build()
