@@ -740,10 +740,19 @@ def load_checkpoint(path: str | os.PathLike, model_cls: type = None) -> tuple[nn
         raise ValueError(f"{path} is not a readable safetensors checkpoint: {exc}") from exc
     if "config" not in meta:
         raise ValueError(f"{path} has no 'config' metadata; it was not written by save_checkpoint")
-    config = BertConfig(**json.loads(meta["config"]))
+    try:
+        config_dict, extra = json.loads(meta["config"]), json.loads(meta.get("extra", "{}"))
+        if not isinstance(config_dict, dict) or not isinstance(extra, dict):
+            raise ValueError("'config' and 'extra' must be JSON objects")
+        config = BertConfig(**config_dict)
+    except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"{path} has damaged metadata ({type(exc).__name__}: {exc})") from None
     model = model_cls(config)
-    load_state_checked(model, tensors)
-    return model.eval(), json.loads(meta.get("extra", "{}"))
+    try:
+        load_state_checked(model, tensors)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return model.eval(), extra
 
 
 @torch.no_grad()

@@ -87,6 +87,9 @@ class GPTConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.sparse_pattern not in (None, "alternating"):
             raise ValueError(f"sparse_pattern must be None or 'alternating', got {self.sparse_pattern!r}")
+        eps = self.layer_norm_eps  # `not 0 < eps` also catches NaN
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < math.inf:
+            raise ValueError(f"layer_norm_eps must be a finite number > 0, got {eps!r}")
 
     @property
     def head_dim(self) -> int:

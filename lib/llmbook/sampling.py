@@ -11,6 +11,12 @@ pure function on a logits tensor of shape ``(..., V)``:
   Degeneration*);
 * ``sample_next``: the composition, with ``temperature=0`` meaning greedy (argmax).
 
+Bad logits. NaN or +inf anywhere, or a row whose every entry is -inf (nothing left to
+draw), raise a ValueError naming ``logits``: a NaN would otherwise become a "token" under
+argmax and a crash inside ``torch.multinomial`` when sampling. On the CPU the check is
+an ordinary ``if``; on an accelerator it is ``torch._assert_async`` (no host sync inside
+a generation loop; a failure surfaces at the next synchronisation).
+
 Left out: beam search, repetition penalties, min-p, typical sampling, and speculative
 decoding. Filtering happens in the order temperature -> top-k -> top-p, as in Hugging
 Face's ``generate``.
@@ -30,6 +36,30 @@ def _check_logits(logits: torch.Tensor) -> None:
         raise ValueError(f"logits must have shape (..., V) with V >= 1, got {tuple(logits.shape)}")
     if not logits.is_floating_point():
         raise TypeError(f"logits must be floating point, got {logits.dtype}")
+    _check_values(logits)
+
+
+def _check_values(logits: torch.Tensor) -> None:
+    """NaN / +inf anywhere, or a row of only -inf -> ValueError naming ``logits``."""
+    bad = torch.isnan(logits) | (logits == float("inf"))
+    empty_row = (logits == float("-inf")).all(dim=-1)
+    if logits.device.type != "cpu":
+        # One device-side assert, no host sync (the error surfaces at the next sync).
+        torch._assert_async(~(bad.any() | empty_row.any()), "logits contain NaN or +inf, or a row of only -inf")
+        return
+    if bad.any():
+        where = tuple(int(i) for i in bad.nonzero()[0])
+        value = logits[where].item()
+        raise ValueError(
+            f"logits contain {value} at index {where} (shape {tuple(logits.shape)}): NaN or +inf cannot be "
+            "sampled; check the model's output (a NaN loss, an overflow in half precision)"
+        )
+    if empty_row.any():
+        row = tuple(int(i) for i in empty_row.nonzero()[0])
+        raise ValueError(
+            f"logits row {row} is -inf everywhere (shape {tuple(logits.shape)}): every token is masked, "
+            "nothing can be drawn"
+        )
 
 
 def _check_temperature(temperature: float) -> float:

@@ -28,7 +28,6 @@ import contextlib
 import json
 import math
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -90,16 +89,26 @@ class TrainConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"{name} must be a non-negative int, got {v!r}")
-        if not self.lr > 0 or not 0 <= self.min_lr <= self.lr:
+        for name in ("lr", "min_lr", "weight_decay", "beta1", "beta2", "grad_clip"):
+            v = getattr(self, name)
+            # `not v >= 0` also catches NaN, which every ordinary comparison lets through.
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if not self.lr > 0 or not self.min_lr <= self.lr:
             raise ValueError(f"need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
-        if self.weight_decay < 0 or self.grad_clip < 0:
-            raise ValueError("weight_decay and grad_clip must be >= 0")
+        for name in ("beta1", "beta2"):
+            if not getattr(self, name) < 1:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
+        if isinstance(self.seed, bool) or not hasattr(type(self.seed), "__index__"):
+            raise ValueError(f"seed must be an int, got {self.seed!r}")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
-        if self.stop_after is not None and self.stop_after < 0:
-            raise ValueError(f"stop_after must be >= 0 or None, got {self.stop_after}")
-        if self.max_seconds is not None and not self.max_seconds > 0:
-            raise ValueError(f"max_seconds must be > 0 or None, got {self.max_seconds}")
+        if self.stop_after is not None and (isinstance(self.stop_after, bool) or not isinstance(self.stop_after, int)
+                                            or self.stop_after < 0):
+            raise ValueError(f"stop_after must be an int >= 0 or None, got {self.stop_after!r}")
+        if self.max_seconds is not None and (isinstance(self.max_seconds, bool) or not isinstance(self.max_seconds, (int, float))
+                                             or not 0 < self.max_seconds < math.inf):
+            raise ValueError(f"max_seconds must be a finite number > 0 or None, got {self.max_seconds!r}")
         if self.schedule_by_time and self.max_seconds is None:
             raise ValueError("schedule_by_time needs max_seconds (the time the cosine decay spans)")
 
@@ -248,16 +257,9 @@ def _dedup_state(module: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, 
 
 
 def _write_atomic(path: Path, write: Callable[[str], None]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)  # readers see the old file or the new one, never half of one
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from llmbook.atomic import write_atomic  # mode 0o644, stale temporary files removed
+
+    write_atomic(path, write)
 
 
 def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
@@ -305,23 +307,36 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module | None = None,
             tensors = {k: f.get_tensor(k) for k in f.keys()}
     except Exception as err:  # safetensors raises its own error types for truncated/garbled files
         raise ValueError(f"checkpoint {path} is corrupt or not a safetensors file: {err}") from err
+    if not isinstance(info, dict) or not isinstance(info.get("aliases", {}), dict) or not isinstance(info.get("meta", {}), dict):
+        raise ValueError(f"checkpoint {path} has damaged 'llmbook' metadata (expected a JSON object with "
+                         f"'aliases' and 'meta' objects), got {str(info)[:80]!r}")
     model_t = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
     for alias, name in info.get("aliases", {}).items():
+        if name not in model_t:
+            raise ValueError(f"checkpoint {path} is damaged: tied weight {alias!r} points to {name!r}, "
+                             "which the file does not hold")
         model_t[alias] = model_t[name]
     if model is not None:
         target = getattr(model, "module", model)  # unwrap DDP
         target = getattr(target, "_orig_mod", target)  # unwrap torch.compile
         dev = next(target.parameters()).device
-        target.load_state_dict({k: v.to(dev) for k, v in model_t.items()})
+        try:
+            target.load_state_dict({k: v.to(dev) for k, v in model_t.items()})
+        except RuntimeError as err:  # missing/unexpected keys or shapes: name the file
+            raise ValueError(f"checkpoint {path} does not fit the model {type(target).__name__}: {err}") from None
     if optimizer is not None:
         if "optimizer_groups" not in info:
             raise ValueError(f"checkpoint {path} has no optimizer state (it was saved for inference)")
         state: dict = {}
-        for k, v in tensors.items():
-            if k.startswith("optim."):
-                _, pid, name = k.split(".", 2)
-                state.setdefault(int(pid), {})[name] = v
-        optimizer.load_state_dict({"state": state, "param_groups": info["optimizer_groups"]})
+        try:
+            for k, v in tensors.items():
+                if k.startswith("optim."):
+                    _, pid, name = k.split(".", 2)
+                    state.setdefault(int(pid), {})[name] = v
+            optimizer.load_state_dict({"state": state, "param_groups": info["optimizer_groups"]})
+        except (ValueError, KeyError, TypeError, RuntimeError) as err:
+            raise ValueError(f"checkpoint {path} holds optimizer state that does not fit this optimizer: "
+                             f"{type(err).__name__}: {err}") from None
     return {"meta": info.get("meta", {}), "model": model_t,
             "state": {k[6:]: v for k, v in tensors.items() if k.startswith("state.")}}
 
@@ -366,6 +381,19 @@ def _dist_info() -> tuple[int, int]:
     return 0, 1
 
 
+def _check_loss(total: torch.Tensor | float, step: int, cfg: TrainConfig) -> None:
+    """Stop on a NaN or infinite training loss, naming the update (1-based) and the checkpoint kept."""
+    value = float(total)
+    if math.isfinite(value):
+        return
+    kept = (f"the checkpoint {cfg.checkpoint_path} from the last good save is kept (not overwritten)"
+            if cfg.checkpoint_path else "no checkpoint was written (cfg.checkpoint_path is None)")
+    raise FloatingPointError(
+        f"training loss is {value} at step {step + 1}: stopping; {kept}. Usual causes: a learning rate too "
+        "high (lower cfg.lr), no gradient clipping (cfg.grad_clip), bad inputs or targets in get_batch"
+    )
+
+
 def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Callable[[TrainResult], None] | None = None,
           resume: bool = False, meta: dict | None = None) -> TrainResult:
     """Train ``model`` (whose ``forward(x, y)`` returns ``(logits, loss)``) and return the history.
@@ -374,6 +402,10 @@ def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Cal
     it exactly: weights, optimizer moments, step, batch order and dropout RNG are restored.
     ``callback(result)`` runs after every evaluation. ``meta`` is stored in checkpoints
     (e.g. the model config and vocabulary, so the file is self-describing).
+
+    A NaN or infinite training loss stops the run with a ``FloatingPointError`` naming the
+    step; no checkpoint is written after it, so ``cfg.checkpoint_path`` keeps the last good
+    state (on the CPU the check comes before the update, so the model in memory is good too).
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
@@ -381,6 +413,7 @@ def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Cal
         raise TypeError("get_batch must be callable as get_batch(split, generator)")
     if not isinstance(cfg, TrainConfig):
         raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
+    cfg.__post_init__()  # fields may have been changed since the config was made
     if resume and not cfg.checkpoint_path:
         raise ValueError("resume=True needs cfg.checkpoint_path")
     from tqdm.auto import tqdm
@@ -394,9 +427,18 @@ def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Cal
     result = TrainResult()
     if resume and Path(cfg.checkpoint_path).exists():
         ck = load_checkpoint(cfg.checkpoint_path, model, optimizer)
-        gen.set_state(ck["state"]["batch_rng"])
-        torch.set_rng_state(ck["state"]["torch_rng"])
+        lacking = [k for k in ("batch_rng", "torch_rng") if k not in ck["state"]]
+        if lacking:
+            raise ValueError(f"checkpoint {cfg.checkpoint_path} has no {' or '.join(lacking)} state, so the run cannot "
+                             "resume exactly (it was not written by train(); train from scratch with resume=False)")
+        try:
+            gen.set_state(ck["state"]["batch_rng"])
+            torch.set_rng_state(ck["state"]["torch_rng"])
+        except (RuntimeError, TypeError) as err:
+            raise ValueError(f"checkpoint {cfg.checkpoint_path} holds a damaged random-number state: {err}") from None
         hist = ck["meta"].get("history", {})
+        if not isinstance(hist, dict):
+            raise ValueError(f"checkpoint {cfg.checkpoint_path}: meta 'history' must be a dict, got {type(hist).__name__}")
         result.step, result.train_losses = hist.get("step", 0), hist.get("train_losses", [])
         result.evals, result.tokens = hist.get("evals", []), hist.get("tokens", 0)
 
@@ -465,6 +507,8 @@ def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Cal
                 loss.backward()
             total += loss.detach()
             result.tokens += x.numel() * world
+        if world == 1 and device.type == "cpu":
+            _check_loss(total, result.step, cfg)  # before the update, so the weights stay good (free on the CPU)
         if cfg.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         optimizer.step()
@@ -474,6 +518,7 @@ def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Cal
 
             dist.all_reduce(total, op=dist.ReduceOp.SUM)
             total = total / world
+        _check_loss(total, result.step, cfg)  # the value is read for the history anyway
         result.train_losses.append(float(total))
         result.step += 1
         bar.update(1)

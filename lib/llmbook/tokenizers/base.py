@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar, Iterable, Sequence
@@ -270,19 +269,16 @@ def utf8_bytes(text: str, name: str = "text") -> bytes:
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
     """Write ``obj`` as UTF-8 JSON to ``path`` via a temporary file and ``os.replace``.
 
-    A crash mid-write leaves the old file (or none), never a half-written one.
+    A crash mid-write leaves the old file (or none), never a half-written one
+    (:func:`llmbook.atomic.write_atomic`: mode 0o644, stale temporary files removed).
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+    from llmbook.atomic import write_atomic
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
             json.dump(obj, f, ensure_ascii=False)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
+    write_atomic(path, write)
 
 
 # ---------------------------------------------------------------- the interface

@@ -32,7 +32,6 @@ Papers: Schuster & Nakajima 2012, "Japanese and Korean voice search"; Wu et al. 
 from __future__ import annotations
 
 import os
-import tempfile
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -487,11 +486,11 @@ class WordPiece(Tokenizer):
 
         ``save(path)`` writes the book's JSON format instead (options included).
         """
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("\n".join(self.vocab) + "\n")
-        os.replace(tmp, path)
+        from llmbook.atomic import write_atomic
+
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        write_atomic(path, lambda tmp: Path(tmp).write_text("\n".join(self.vocab) + "\n", encoding="utf-8"))
 
     def _state(self) -> dict[str, Any]:
         return {
