@@ -11,23 +11,28 @@ Prints, last, one ``name=value`` per line:
   attention on the same q, k, v (both from llmbook, explicit), at a smaller size because
   the additive scores need a (B, Tq, Tk, d_h) tensor.
 
-Default size: batch 8 x 1024 tokens x 768 dims x 12 heads (heavy on a CPU: a few GB
-and minutes); ``--small`` uses 2 x 256 x 768 x 12. ``--device cuda --dtype bfloat16``
-runs the same on a GPU. Times are medians over ``--reps`` interleaved repetitions.
+Default size: batch 4 x 1024 tokens x 768 dims x 12 heads (GPT-2 small's attention at
+its full context; the explicit path then holds 4 x 12 x 1024 x 1024 scores, 200 MB);
+``--batch 8`` is heavier; ``--small`` (and ``--quick`` / ``BENCH_QUICK=1``) uses
+2 x 256 x 768 x 12. ``--device cuda --dtype bfloat16`` runs the same on a GPU.
+Every time comes from ``benchmarks/_timing.py``: a warm-up run, then ``--reps`` repeats
+with the variants alternating (forward order, then backward), medians and interquartile
+ranges, ratios from paired medians, goals checked at the pessimistic end of the spread.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import Results, measure, print_machine, quick_mode, ratio, set_threads  # noqa: E402
 
 from llmbook.attention import MultiHeadAttention, additive_attention, scaled_dot_product_attention  # noqa: E402
 
@@ -48,56 +53,59 @@ def bare_sdpa_mha(m: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
     return m.out_proj(o.transpose(1, 2).reshape(B, T, D))
 
 
-def timed(fn, device: torch.device) -> float:
-    _sync(device)
-    t0 = time.perf_counter()
-    out = fn()
-    out.float().sum().backward()
-    _sync(device)
-    return time.perf_counter() - t0
+def fwd_bwd(fn, x_grads: list[torch.Tensor]):
+    """A callable that runs ``fn`` forward and backward (gradients cleared first)."""
 
+    def run():
+        for t in x_grads:
+            t.grad = None
+        fn().float().sum().backward()
 
-def bench(fns: dict, device: torch.device, reps: int, warmup: int = 1) -> dict:
-    for _ in range(warmup):
-        for fn in fns.values():
-            timed(fn, device)
-    times = {name: [] for name in fns}
-    for _ in range(reps):  # interleaved so that background load hits every variant alike
-        for name, fn in fns.items():
-            times[name].append(timed(fn, device))
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    return run
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--small", action="store_true", help="batch 2 x 256 tokens instead of 8 x 1024")
+    ap.add_argument("--small", action="store_true", help="batch 2 x 256 tokens instead of 4 x 1024")
+    ap.add_argument("--batch", type=int, default=4, help="batch size at 1024 tokens")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="the small size and 3 repeats (also BENCH_QUICK=1)")
     args = ap.parse_args(argv)
+    quick = quick_mode(argv)
+    if quick:
+        args.small, args.reps = True, 3
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda but torch sees no CUDA GPU")
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else None
     dtype = getattr(torch, args.dtype)
-    B, T, D, H = (2, 256, 768, 12) if args.small else (8, 1024, 768, 12)
+    if device.type == "cpu":
+        set_threads()
+    print_machine()
+    B, T, D, H = (2, 256, 768, 12) if args.small else (args.batch, 1024, 768, 12)
     torch.manual_seed(0)
     m = MultiHeadAttention(D, H).to(device, dtype)
     x = torch.randn(B, T, D, device=device, dtype=dtype, requires_grad=True)
-    print(f"device={device} dtype={args.dtype} torch={torch.__version__} threads={torch.get_num_threads()}")
-    print(f"MHA: batch {B} x {T} tokens x {D} dims x {H} heads, causal, forward+backward, median of {args.reps}")
+    params = [x, *m.parameters()]
+    print(f"device={device} dtype={args.dtype}")
+    print(f"MHA: batch {B} x {T} tokens x {D} dims x {H} heads, causal, forward+backward, {args.reps} repeats, "
+          "alternating", flush=True)
     with torch.no_grad():
         torch.testing.assert_close(m(x, is_causal=True), bare_sdpa_mha(m, x), atol=1e-2, rtol=1e-2)
-    t = bench(
+        torch.testing.assert_close(m(x, is_causal=True, return_attention=True)[0], bare_sdpa_mha(m, x),
+                                   atol=1e-2, rtol=1e-2)
+    t = measure(
         {
-            "bare_sdpa": lambda: bare_sdpa_mha(m, x),
-            "fast": lambda: m(x, is_causal=True),
-            "explicit": lambda: m(x, is_causal=True, return_attention=True)[0],
+            "bare_sdpa": fwd_bwd(lambda: bare_sdpa_mha(m, x), params),
+            "fast": fwd_bwd(lambda: m(x, is_causal=True), params),
+            "explicit": fwd_bwd(lambda: m(x, is_causal=True, return_attention=True)[0], params),
         },
-        device,
-        args.reps,
+        repeats=args.reps, warmup=1, sync=sync,
     )
-    for name, s in t.items():
-        print(f"  {name:10s} {s * 1e3:9.1f} ms")
+    for timing in t.values():
+        print(f"  {timing}", flush=True)
 
     # Additive vs dot product: same q, k, v; d_h = d_k.
     Ba, Ta, dk = (4, 256, 64) if not args.small else (2, 128, 64)
@@ -105,20 +113,29 @@ def main(argv=None) -> None:
     mk = lambda *s: torch.randn(*s, generator=g).to(device, dtype).requires_grad_()  # noqa: E731
     q, k, v = mk(Ba, Ta, dk), mk(Ba, Ta, dk), mk(Ba, Ta, dk)
     Wq, Wk, w = mk(dk, dk), mk(dk, dk), mk(dk)
-    print(f"additive vs dot: batch {Ba} x {Ta} tokens, d_k = d_h = {dk}, forward+backward")
-    ta = bench(
+    leaves = [q, k, v, Wq, Wk, w]
+    print(f"additive vs dot: batch {Ba} x {Ta} tokens, d_k = d_h = {dk}, forward+backward", flush=True)
+    ta = measure(
         {
-            "dot": lambda: scaled_dot_product_attention(q, k, v),
-            "additive": lambda: additive_attention(q, k, v, Wq, Wk, w),
+            "dot": fwd_bwd(lambda: scaled_dot_product_attention(q, k, v), leaves),
+            "additive": fwd_bwd(lambda: additive_attention(q, k, v, Wq, Wk, w), leaves),
         },
-        device,
-        args.reps,
+        repeats=args.reps, warmup=1, sync=sync,
     )
-    for name, s in ta.items():
-        print(f"  {name:10s} {s * 1e3:9.1f} ms")
-    print(f"mha_fast_ratio_vs_sdpa={t['fast'] / t['bare_sdpa']:.3f}")
-    print(f"mha_explicit_ratio_vs_sdpa={t['explicit'] / t['bare_sdpa']:.3f}")
-    print(f"additive_ratio_vs_dot={ta['additive'] / ta['dot']:.3f}")
+    for timing in ta.values():
+        print(f"  {timing}", flush=True)
+    res = Results("bench_attention" if device.type == "cpu" else f"bench_attention_{device.type}", quick=quick)
+    size = f"{B} x {T} x {D}, {H} heads"
+    res.add("mha_fast_ratio_vs_sdpa", ratio(t["fast"], t["bare_sdpa"]), goal="<= 1.1", higher_is_better=False,
+            reference="bare F.scaled_dot_product_attention",
+            description=f"MultiHeadAttention (fused path) / the same projections around a bare SDPA, {size}")
+    res.add("mha_explicit_ratio_vs_sdpa", ratio(t["explicit"], t["bare_sdpa"]), goal="<= 1.5",
+            higher_is_better=False, reference="bare F.scaled_dot_product_attention",
+            description=f"MultiHeadAttention(return_attention=True), the written-out path / bare SDPA, {size}")
+    res.add("additive_ratio_vs_dot", ratio(ta["additive"], ta["dot"]), higher_is_better=False,
+            reference="scaled dot-product attention (explicit)",
+            description=f"Bahdanau's additive attention / scaled dot-product, {Ba} x {Ta}, d = {dk}")
+    res.finish()
 
 
 if __name__ == "__main__":
