@@ -13,11 +13,11 @@ benchmark here does the same four things:
 3. **Median and spread**: each side's time is the median of its ``repeats`` samples; its
    spread is the interquartile range (the 25th and 75th percentiles, inclusive method:
    with 5 samples, the 2nd and 4th smallest).
-4. **Ratios from paired medians**: a ratio A/B is ``median(A) / median(B)``, both
-   medians from the same alternating run; its spread is the interquartile range of the
-   per-round ratios ``A_i / B_i`` (each pair ran side by side, under the same load). A
-   goal (``<= 1.5``, ``>= 6``) is checked at the median and at the pessimistic end of that
-   spread (the upper quartile for ``<=``, the lower for ``>=``).
+4. **Ratios from paired samples**: round ``i`` gives one pair, ``A_i / B_i``, two runs
+   side by side under the same load. A ratio A/B is the median of these paired ratios,
+   its spread their interquartile range (``median(A) / median(B)`` is kept beside it as
+   a check). A goal (``<= 1.5``, ``>= 6``) is checked at the median and at the
+   pessimistic end of that spread (the upper quartile for ``<=``, the lower for ``>=``).
 
 The thread count is fixed (``set_threads``, default one thread: ``BENCH_THREADS`` changes it)
 and printed with the machine. With one thread the clock is the CPU time of the process
@@ -98,11 +98,12 @@ class Timing:
 
 @dataclass
 class Ratio:
-    """``value = median(A) / median(B)``; ``spread`` = IQR of the per-round ratios."""
+    """``value``: median of the per-round ratios ``pairs``; ``spread``: their IQR."""
 
     value: float
     spread: tuple[float, float]
     pairs: list[float]
+    ratio_of_medians: float | None = None
 
     @property
     def repeats(self) -> int:
@@ -174,22 +175,22 @@ def measure(fns: dict[str, Callable[[], object]], repeats: int = 5, warmup: int 
 
 
 def ratio(a: Timing, b: Timing) -> Ratio:
-    """A / B from paired medians; the spread comes from the rounds, pair by pair.
+    """A / B, round by round: the median and IQR of the paired ratios ``A_i / B_i``.
 
     >>> r = ratio(Timing("a", [2.0, 4.0, 3.0]), Timing("b", [1.0, 1.0, 2.0]))
-    >>> r.value, r.pairs
-    (3.0, [2.0, 4.0, 1.5])
+    >>> r.pairs, r.value, r.spread, r.ratio_of_medians
+    ([2.0, 4.0, 1.5], 2.0, (1.75, 3.0), 3.0)
     """
     if len(a.samples) != len(b.samples):
         raise ValueError(f"a and b must come from the same run: {len(a.samples)} vs {len(b.samples)} samples")
     pairs = [x / y for x, y in zip(a.samples, b.samples)]
-    return Ratio(a.median / b.median, quartiles(pairs), pairs)
+    return Ratio(statistics.median(pairs), quartiles(pairs), pairs, a.median / b.median)
 
 
 def throughput(amount: float, t: Timing) -> Ratio:
     """``amount`` per second at the median time; the spread from the time quartiles."""
     lo, hi = t.spread
-    return Ratio(amount / t.median, (amount / hi, amount / lo), [amount / s for s in t.samples])
+    return Ratio(amount / t.median, (amount / hi, amount / lo), [amount / s for s in t.samples], None)
 
 
 def goal_holds(goal: str | None, value: float, spread: tuple[float, float]) -> tuple[bool | None, bool | None]:
@@ -271,8 +272,10 @@ class Results:
             reference: str | None = None, unit: str = "x", repeats: int | None = None,
             higher_is_better: bool | None = None, digits: int = 3) -> None:
         """Record a metric; ``r`` is a ``Ratio`` (value, spread, repeats) or a bare number (one run)."""
+        ratio_of_medians, samples = None, None
         if isinstance(r, Ratio):
             value, spread, n = r.value, r.spread, r.repeats
+            ratio_of_medians, samples = r.ratio_of_medians, r.pairs
         else:
             value, spread, n = float(r), (float(r), float(r)), (repeats or 1)
         at_median, pessimistic = goal_holds(goal, value, spread)
@@ -282,6 +285,8 @@ class Results:
             "spread": list(spread),
             "spread_kind": "interquartile range over repeats" if n > 1 else "single run",
             "repeats": n,
+            "samples": samples,
+            "ratio_of_medians": ratio_of_medians,
             "unit": unit,
             "goal": goal,
             "goal_holds_at_median": at_median,

