@@ -56,6 +56,7 @@ __all__ = [
     "gpt_stack",
     "gpt_parameter_count",
     "bert_inputs",
+    "BERT_EXAMPLE",
     "llama_block",
 ]
 
@@ -326,7 +327,7 @@ def three_families(n_tokens: int = 5) -> Figure:
     _note(ax, enc_mid, y_in - 0.32, "source (encoder)", ha="center")
     _note(ax, dec_x0 + pitch * (n - 1) / 2, y_in - 0.32, "target (decoder)", ha="center")
     _note(ax, enc_x0 - 0.22, y_out, "memory", ha="right")
-    _note(ax, dec_out[p].x + 0.22, y_out + 0.36, "cross-attention", color=cross)
+    _note(ax, dec_out[p].x + 0.14, y_out + 0.4, "cross-attention", color=cross)
     for dx, grid, caption in ((-1.5, full, "encoder\nself-attention"), (0.0, causal, "decoder masked\nself-attention"),
                               (1.5, full, "decoder-encoder\ncross-attention")):
         _mask_grid(ax, cx + dx - n * cell / 2, y_grid, grid, caption)
@@ -607,4 +608,187 @@ def gpt_stack(n_layer: int = 12, d_model: int = 768, n_head: int = 12, block_siz
         f"vocab_size V       = {vocab_size}", f"parameters {n_params:,}"], width=2.45)
     _footer(ax, "Classes: llmbook.gpt (GPT, GPTConfig, Block, CausalSelfAttention, MLP); LayerNorms are torch.nn.LayerNorm",
             y=0.2)
+    return fig
+
+
+# ---------------------------------------------------------------------------- chapter 7
+BERT_EXAMPLE = ("[CLS]", "my", "dog", "is", "cute", "[SEP]", "he", "likes", "play", "##ing", "[SEP]")
+
+
+def bert_inputs(tokens: Sequence[str] = BERT_EXAMPLE, masked: Sequence[int] = (2, 8)) -> Figure:
+    """BERT's input (token + segment + position embeddings) and its two pre-training heads.
+
+    ``tokens`` is a WordPiece sequence starting with [CLS] (Devlin et al., 2019, figure 2);
+    segment A runs to the first [SEP], segment B after it. ``masked`` lists the positions
+    replaced by [MASK], which the masked-LM head must predict; the next-sentence head
+    reads the pooled [CLS] vector.
+
+    >>> fig = bert_inputs(["[CLS]", "hello", "world", "[SEP]"], masked=[2])
+    >>> plt.close(fig)
+    """
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence) or not all(isinstance(t, str) for t in tokens):
+        raise TypeError("tokens must be a sequence of str (WordPiece tokens)")
+    tokens = list(tokens)
+    if not 2 <= len(tokens) <= 11:
+        raise ValueError(f"tokens must hold 2 to 11 tokens to fit the width, got {len(tokens)}")
+    if tokens[0] != "[CLS]":
+        raise ValueError(f"tokens must start with [CLS], got {tokens[0]!r}")
+    if isinstance(masked, (str, bytes)) or not isinstance(masked, Sequence):
+        raise TypeError("masked must be a sequence of positions (ints)")
+    masked = sorted({_check_int("masked", i, 0, len(tokens) - 1) for i in masked})
+    for i in masked:
+        if tokens[i] in ("[CLS]", "[SEP]", "[PAD]"):
+            raise ValueError(f"masked position {i} is the special token {tokens[i]}; BERT never masks those")
+    first_sep = tokens.index("[SEP]") if "[SEP]" in tokens else len(tokens) - 1
+    segments = ["A" if i <= first_sep else "B" for i in range(len(tokens))]
+
+    fig, ax = _canvas(7.4)
+    _title(ax, WIDTH / 2, 7.15, "BERT: input embeddings and pre-training heads")
+    pitch, w = 0.69, 0.62
+    x0 = 2.1 + pitch * (11 - len(tokens)) / 2  # centre shorter sequences under the same labels
+    xs = [x0 + i * pitch for i in range(len(tokens))]
+    shown = ["[MASK]" if i in masked else t for i, t in enumerate(tokens)]
+    rows = [  # (y, label, class, kind, per-token text)
+        (0.95, "Input", None, "tensor", shown),
+        (1.65, "Token embeddings", "BertEmbeddings.word", "embed", [f"E_{t}" for t in shown]),
+        (2.35, "Segment embeddings", "BertEmbeddings.segment", "embed", [f"E_{s}" for s in segments]),
+        (3.05, "Position embeddings", "BertEmbeddings.position", "pos", [f"E_{i}" for i in range(len(tokens))]),
+    ]
+    for y, label, cls, kind, texts in rows:
+        ax.text(0.1, y + (0.08 if cls else 0), label, ha="left", va="center", fontsize=FONT, color=_TEXT)
+        if cls:
+            _note(ax, 0.1, y - 0.16, cls, family=_MONO)
+        for x, text in zip(xs, texts):
+            _box(ax, x, y, w, 0.38, text, kind, fontsize=SMALL)
+        if y > 1.0:  # "+" between embedding rows, arrows from the input row into the first
+            for x in xs:
+                if y > 1.7:
+                    ax.text(x, y - 0.35, "+", ha="center", va="center", fontsize=FONT + 1, color=_TEXT)
+                else:
+                    _arrow(ax, (x, 0.95 + 0.19), (x, y - 0.19))
+    for i in masked:
+        _note(ax, xs[i], 0.6, f"was: {tokens[i]}", ha="center")
+    span = xs[-1] - xs[0] + w
+    cx = (xs[0] + xs[-1]) / 2
+    emb = _box(ax, cx, 3.85, span, 0.48, "sum, then LayerNorm and dropout:  x = LN(E_token + E_segment + E_position)",
+               "norm", "BertEmbeddings")
+    enc = _box(ax, cx, 4.65, span, 0.48, "N × encoder layer: bidirectional self-attention + FFN, Post-LN",
+               "attn", "Bert.layers: BertLayer (MultiHeadAttention, FeedForward)")
+    for x in (xs[0], xs[-1], cx):
+        _arrow(ax, (x, 3.05 + 0.19), (x, emb.y - emb.h / 2))
+    _arrow(ax, emb.top, enc.bottom)
+    _note(ax, cx + 0.1, 4.25, "(B, T, d_model)")
+    hidden = [_box(ax, x, 5.45, w, 0.38, "$C$" if i == 0 else f"$T_{{{i}}}$", "tensor", fontsize=SMALL)
+              for i, x in enumerate(xs)]
+    for hbox in hidden:
+        _arrow(ax, (hbox.x, enc.y + enc.h / 2), hbox.bottom)
+    nsp = _box(ax, xs[0], 6.25, w, 0.48, "NSP", "head", "NSPHead")
+    _arrow(ax, hidden[0].top, nsp.bottom)
+    _note(ax, nsp.x, 6.8, "IsNext /\nNotNext", ha="center", color=_TEXT, linespacing=1.15)
+    _note(ax, nsp.x - w / 2 - 0.1, 5.85, "pooled [CLS]:\ntanh(W C + b),\nBert.pooler", ha="right", linespacing=1.2)
+    for i in masked:
+        mlm = _box(ax, xs[i], 6.25, w, 0.48, "MLM", "head", "MLMHead")
+        _arrow(ax, hidden[i].top, mlm.bottom)
+        _note(ax, xs[i], 6.75, tokens[i], ha="center", color=_TEXT, fontsize=FONT)
+    _footer(ax, "Classes: llmbook.bert (Bert, BertEmbeddings, BertLayer, BertForPreTraining with MLMHead and NSPHead); "
+                "masking: llmbook.bert.mask_tokens", y=0.2)
+    return fig
+
+
+# ---------------------------------------------------------------------------- chapter 8
+def _panel(ax: Axes, x0: float, y0: float, x1: float, y1: float, title: str, cls: str) -> None:
+    """A light frame around a close-up, with its title and the class it shows."""
+    ax.add_patch(FancyBboxPatch((x0, y0), x1 - x0, y1 - y0, boxstyle="round,pad=0,rounding_size=0.1",
+                                fc="#FAFAFA", ec="#BBBBBB", lw=0.8, zorder=0))
+    ax.text((x0 + x1) / 2, y1 - 0.22, title, ha="center", va="center", fontsize=FONT + 1, color=_TEXT)
+    _note(ax, (x0 + x1) / 2, y1 - 0.47, cls, ha="center", family=_MONO, color=_TEXT)
+
+
+def _row(ax: Axes, xs: Sequence[float], y: float, w: float, specs: Sequence[tuple]) -> list[_Box]:
+    """Boxes side by side, each joined to the next by an arrow (a left-to-right pipeline).
+
+    Each spec is ``(title, kind)`` or ``(title, kind, cls)``.
+    """
+    boxes = [_box(ax, x, y, w, 0.5, *spec) for x, spec in zip(xs, specs)]
+    for a, b in zip(boxes, boxes[1:]):
+        _arrow(ax, a.right, b.left)
+    return boxes
+
+
+def llama_block(n_heads: int = 9, n_kv_heads: int = 3) -> Figure:
+    """The LLaMA decoder block (Touvron et al., 2023): RMSNorm, RoPE, grouped-query attention, SwiGLU.
+
+    ``n_heads`` query heads (h) share ``n_kv_heads`` key/value heads (Ainslie et al.,
+    2023); the defaults are SmolLM2-135M's 9 and 3. n_kv_heads must divide n_heads.
+
+    >>> fig = llama_block(n_heads=8, n_kv_heads=2)
+    >>> plt.close(fig)
+    """
+    h = _check_int("n_heads", n_heads, 1, 12)
+    g = _check_int("n_kv_heads", n_kv_heads, 1, h)
+    _check_divides("n_kv_heads", g, "n_heads", h)
+    fig, ax = _canvas(7.7)
+    _title(ax, WIDTH / 2, 7.45, "LLaMA decoder block: RMSNorm, RoPE, grouped-query attention, SwiGLU")
+    # Left: the block, Pre-norm with RMSNorm.
+    cx, w = 2.3, 2.5
+    x_in, n1, attn, add1, n2, ffn, add2 = _chain(ax, cx, 0.85, w, [
+        ("x  (B, T, d_model)", "tensor", None, 0.34), ("space", 0.2),
+        ("RMSNorm", "norm", "input_layernorm", 0.46),
+        ("Grouped-query attention", "attn", "GroupedQueryAttention", 0.5), ("+",),
+        ("RMSNorm", "norm", "post_attention_layernorm", 0.46),
+        ("SwiGLU feed-forward", "ffn", "SwiGLU", 0.5), ("+",)], gap=0.3)
+    for before, add in ((n1, add1), (n2, add2)):
+        _residual(ax, cx, before.y - before.h / 2 - 0.15, add, -(w / 2 + 0.2))
+    bottom, top = n1.y - n1.h / 2 - 0.3, add2.y + 0.3
+    _frame(ax, cx - w / 2 - 0.35, bottom, cx + w / 2 + 0.12, top, "N ×", cx - w / 2 - 0.42)
+    _note(ax, cx - 0.12, top + 0.17, "LlamaBlock", ha="right", family=_MONO, color=_TEXT)
+    _arrow(ax, add2.top, (cx, top + 0.6))
+    _note(ax, cx + 0.1, top + 0.62, "after N blocks: RMSNorm and\nthe LM head (tied), in Llama", linespacing=1.25)
+    px0, px1, mid = 4.6, 9.5, 7.05
+
+    # Bottom right: grouped-query attention, level with the attention box.
+    gy0, gy1 = 0.55, 3.95
+    _panel(ax, px0, gy0, px1, gy1, f"Grouped-query attention: h = {h} query heads, n_kv = {g} K/V heads",
+           "GroupedQueryAttention")
+    _path(ax, [attn.right, (px0, attn.y)], colour="#9A9A9A", dashed=True)
+    per = h // g
+    pitch = min(0.4, (px1 - px0 - 0.6) / (h + 0.6 * (g - 1)))
+    size, gap = 0.8 * pitch, 0.6 * pitch
+    x = mid - (h * pitch + (g - 1) * gap) / 2 + pitch / 2
+    y_q, y_kv = 2.0, 2.8
+    for group in range(g):
+        qs = [x + i * pitch for i in range(per)]
+        kv_x = (qs[0] + qs[-1]) / 2
+        ax.add_patch(Rectangle((kv_x - size / 2, y_kv - size / 2), size, size, fc=_mix(KIND_COLOURS["attn"], 0.1),
+                               ec=_mix(KIND_COLOURS["attn"], -0.3), lw=1.0, zorder=2))
+        for qx in qs:
+            ax.add_patch(Rectangle((qx - size / 2, y_q - size / 2), size, size, fc=_mix(KIND_COLOURS["attn"], 0.7),
+                                   ec=_mix(KIND_COLOURS["attn"], -0.3), lw=1.0, zorder=2))
+            ax.add_line(Line2D([kv_x, qx], [y_kv - size / 2, y_q + size / 2], color=_SHAPE, lw=0.9, zorder=1))
+        x = qs[-1] + pitch + gap
+    _note(ax, mid, y_kv + 0.36, f"k = RoPE(x W_K), v = x W_V:  (B, n_kv, T, d_k), n_kv = {g}", ha="center")
+    _note(ax, mid, y_q - 0.36, f"q = RoPE(x W_Q):  (B, h, T, d_k);  each K/V head serves h / n_kv = {per}",
+          ha="center")
+    _row(ax, [5.2, 6.45, 7.7, 8.9], 1.0, 0.95, [
+        ("project", "attn", "q/k/v_proj"), ("RoPE", "pos", "apply_rope"),
+        ("causal\nattention", "op"), ("W_O", "attn", "o_proj")])
+
+    # Top right: SwiGLU, level with the feed-forward box.
+    sy0, sy1 = 4.2, 7.15
+    _panel(ax, px0, sy0, px1, sy1, "SwiGLU: down(SiLU(x W_gate) ⊙ x W_up)", "SwiGLU")
+    _path(ax, [ffn.right, (px0, ffn.y)], colour="#9A9A9A", dashed=True)
+    gate = _box(ax, mid - 1.2, 4.85, 1.9, 0.46, "W_gate: d_model → d_ff", "ffn", "gate_proj")
+    up = _box(ax, mid + 1.2, 4.85, 1.9, 0.46, "W_up: d_model → d_ff", "ffn", "up_proj")
+    silu = _box(ax, gate.x, 5.55, 1.3, 0.36, "SiLU", "op")
+    mult = _box(ax, mid, 5.55, 0.3, 0.3, "⊙", "op")
+    down = _box(ax, mid, 6.2, 2.1, 0.42, "W_down: d_ff → d_model", "ffn", "down_proj")
+    _arrow(ax, gate.top, silu.bottom)
+    _arrow(ax, silu.right, mult.left)
+    _path(ax, [up.top, (up.x, mult.y), mult.right])
+    _arrow(ax, mult.top, down.bottom)
+    _note(ax, mid, 4.43, "input: RMSNorm(x)  (B, T, d_model)", ha="center")
+    _note(ax, up.x + 0.1, 5.4, "(B, T, d_ff)")
+    _note(ax, down.x + down.w / 2 + 0.1, down.y, "(B, T, d_model)")
+    _footer(ax, "Classes: llmbook.llama (Llama, LlamaBlock, RMSNorm, GroupedQueryAttention, SwiGLU), "
+                "llmbook.positional.apply_rope", y=0.2)
     return fig
