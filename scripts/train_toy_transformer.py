@@ -121,19 +121,30 @@ def train_toy(positional: str, out: str, steps: int, seed: int, device: torch.de
     print("saved", out)
 
 
-def ln_curves(out: str, steps: int, device: torch.device) -> None:
+def ln_run(norm_first: bool, warmup: int, seed: int, steps: int, device: str) -> list[float]:
+    """One Post-LN or Pre-LN run: per-step training losses (each run seeds its own model and batches)."""
+    torch.set_num_threads(1)
+    seed_everything(seed)
+    model = Transformer(ln_config(norm_first)).to(device)
+    losses = train_seq2seq(model, TASK, steps, batch_size=BATCH, lr=LN_LR, warmup=warmup, seed=seed,
+                           progress=False, clip=None)
+    name = f"{'pre' if norm_first else 'post'}-LN, warm-up {warmup}"
+    print(name, "seed", seed, "mean loss over the last 20 steps", round(sum(losses[-20:]) / 20, 4), flush=True)
+    return [round(x, 4) for x in losses]
+
+
+def ln_curves(out: str, steps: int, device: torch.device, jobs: int = 1) -> None:
+    runs = [(norm_first, warmup, seed) for norm_first in (False, True) for warmup in (0, 100) for seed in LN_SEEDS]
+    if jobs > 1 and device.type == "cpu":  # independent, seeded runs: the same numbers in any order
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(ln_run, *zip(*runs), [steps] * len(runs), [str(device)] * len(runs)))
+    else:
+        results = [ln_run(*r, steps, str(device)) for r in runs]
     curves: dict[str, list[list[float]]] = {}
-    for norm_first in (False, True):
-        for warmup in (0, 100):
-            name = f"{'pre' if norm_first else 'post'}-LN, warm-up {warmup}"
-            curves[name] = []
-            for seed in LN_SEEDS:
-                seed_everything(seed)
-                model = Transformer(ln_config(norm_first)).to(device)
-                losses = train_seq2seq(model, TASK, steps, batch_size=BATCH, lr=LN_LR, warmup=warmup, seed=seed,
-                                       progress=False, clip=None)
-                curves[name].append([round(x, 4) for x in losses])
-                print(name, "seed", seed, "mean loss over the last 20 steps", round(sum(losses[-20:]) / 20, 4), flush=True)
+    for (norm_first, warmup, _), losses in zip(runs, results):
+        curves.setdefault(f"{'pre' if norm_first else 'post'}-LN, warm-up {warmup}", []).append(losses)
     meta = {"command": command_line(), "steps": steps, "seeds": list(LN_SEEDS), "split": "none",
             "data": f"synthetic: {TASK}"}
     tmp = out + ".tmp"
@@ -151,6 +162,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--ln-steps", type=int, default=150)
     p.add_argument("--device", default=None, help="default: llmbook.device.default_device()")
+    p.add_argument("--jobs", type=int, default=1, help="ln-curves: CPU processes running the 12 runs (same results)")
     args = p.parse_args()
     device = torch.device(args.device) if args.device else default_device()
     ck = os.path.join(ROOT, "data", "checkpoints")
@@ -162,7 +174,7 @@ def main() -> None:
     else:
         res = os.path.join(ROOT, "data", "results")
         os.makedirs(res, exist_ok=True)
-        ln_curves(os.path.join(res, "ch04_ln_curves.json"), args.ln_steps, device)
+        ln_curves(os.path.join(res, "ch04_ln_curves.json"), args.ln_steps, device, args.jobs)
 
 
 if __name__ == "__main__":
