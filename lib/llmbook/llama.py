@@ -460,7 +460,10 @@ def _reader(path: Path):
 
 def gguf_metadata(path: str | os.PathLike) -> dict[str, Any]:
     """Every key/value of a GGUF file's header except the (long) tokenizer tables."""
-    reader = _reader(_check_path(path))
+    return _metadata(_reader(_check_path(path)))
+
+
+def _metadata(reader) -> dict[str, Any]:
     skip = {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.merges", "tokenizer.ggml.scores"}
     out = {}
     for k, f in reader.fields.items():
@@ -473,13 +476,33 @@ def gguf_metadata(path: str | os.PathLike) -> dict[str, Any]:
 
 def read_gguf_config(path: str | os.PathLike) -> LlamaConfig:
     """Build a ``LlamaConfig`` from a GGUF header (``llama.*`` keys)."""
-    meta = gguf_metadata(path)
+    p = _check_path(path)
+    return _config_from_reader(_reader(p), p)
+
+
+def _gguf_vocab_size(reader, meta: dict[str, Any], path: Path) -> int:
+    """``llama.vocab_size``; else the tokenizer table's length; else the embedding's rows."""
+    if "llama.vocab_size" in meta:
+        return int(meta["llama.vocab_size"])
+    tokens = reader.fields.get("tokenizer.ggml.tokens")
+    if tokens is not None:
+        return len(tokens.data)
+    for t in reader.tensors:  # a file without a tokenizer table still has the embedding
+        if t.name == "token_embd.weight":
+            return int(t.shape[-1])  # GGUF lists dimensions innermost first: (d_model, vocab)
+    raise ValueError(f"{path}: cannot tell the vocabulary size (no llama.vocab_size, no tokenizer table, "
+                     "no token_embd.weight tensor)")
+
+
+def _config_from_reader(reader, path: Path) -> LlamaConfig:
+    """The config from an open reader, so the header is parsed once per file."""
+    meta = _metadata(reader)
     if meta.get("general.architecture") != "llama":
         raise ValueError(f"{path}: general.architecture is {meta.get('general.architecture')!r}, expected 'llama'")
     try:
         n_head = int(meta["llama.attention.head_count"])
         cfg = LlamaConfig(
-            vocab_size=int(meta.get("llama.vocab_size", len(_reader(Path(path)).fields["tokenizer.ggml.tokens"].data))),
+            vocab_size=_gguf_vocab_size(reader, meta, path),
             d_model=int(meta["llama.embedding_length"]),
             n_layer=int(meta["llama.block_count"]),
             n_head=n_head,
@@ -555,8 +578,8 @@ def load_gguf(path: str | os.PathLike | None = None, dtype: torch.dtype = torch.
     p = smollm2_path() if path is None else _check_path(path)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-    config = read_gguf_config(p)
     reader = _reader(p)
+    config = _config_from_reader(reader, p)  # one parse of the header for both
     tensors = {t.name: t for t in reader.tensors}
     if "output.weight" in tensors:
         config.tie_embeddings = False
@@ -604,11 +627,16 @@ def load_tokenizer(path: str | os.PathLike | None = None):
 def render_chat(template: str, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
     """Render a chat (a list of {"role", "content"}) with a Jinja chat template.
 
+    A chat template comes from a model file, so it is untrusted code: it runs in Jinja's
+    ``ImmutableSandboxedEnvironment`` (as in transformers), where reaching Python
+    internals (``__class__``, ``__globals__``, ``os``) or mutating the messages raises
+    ``jinja2.exceptions.SecurityError``.
+
     >>> t = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}"
     >>> render_chat(t, [{"role": "user", "content": "hi"}])
     '<user>hi<assistant>'
     """
-    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     if not isinstance(template, str) or not template:
         raise ValueError("template must be a non-empty string")
@@ -616,5 +644,5 @@ def render_chat(template: str, messages: list[dict[str, str]], add_generation_pr
         isinstance(m, dict) and {"role", "content"} <= set(m) for m in messages
     ):
         raise ValueError("messages must be a list of dicts with keys 'role' and 'content'")
-    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     return env.from_string(template).render(messages=messages, add_generation_prompt=add_generation_prompt)
