@@ -179,3 +179,36 @@ def test_finite_run_unaffected(tmp_path):
     result = train(_Regression(), _batches(0, NAN), cfg)
     assert result.step == 5 and all(math.isfinite(v) for v in result.train_losses)
     assert oct(os.stat(tmp_path / "ok.safetensors").st_mode & 0o777) == "0o644"
+
+
+# ---------------------------------------------------------------- compression (neighbours)
+
+
+@pytest.mark.parametrize("symbols, match", [([0, 1.5], r"symbols\[1\] must be an int"), ([True], r"symbols\[0\]"),
+                                             ("0123", "symbols must be a sequence"),
+                                             (torch.tensor([0.0, 1.0]), "symbols must hold integer ids")])
+def test_compress_symbols_must_be_ints(symbols, match):
+    from llmbook.compression import compress, ideal_bits
+
+    uniform = lambda prefix: [0.25] * 4  # noqa: E731
+    with pytest.raises(TypeError, match=match):
+        compress(symbols, uniform)
+    with pytest.raises(TypeError, match=match):
+        ideal_bits(symbols, uniform)
+
+
+def test_compress_accepts_integer_tensors_and_numpy_ints():
+    import numpy as np
+
+    from llmbook.compression import compress, decompress
+
+    uniform = lambda prefix: [0.25] * 4  # noqa: E731
+    data = compress(torch.tensor([0, 3, 1]), uniform)
+    assert decompress(data, uniform) == [0, 3, 1] and compress(np.array([0, 3, 1]), uniform) == data
+
+
+def test_predictor_returning_nan_names_probs():
+    from llmbook.compression import compress
+
+    with pytest.raises(ValueError, match="probs must be finite"):
+        compress([0, 1], lambda prefix: [0.5, NAN])

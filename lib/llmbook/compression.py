@@ -132,6 +132,24 @@ def _cum(freqs: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(freqs)])
 
 
+def _check_symbols(symbols) -> list[int]:
+    """A list of ints; a float (1.5 would silently become 1), bool or str -> TypeError naming ``symbols``."""
+    if isinstance(symbols, (str, bytes)) or not hasattr(symbols, "__iter__"):
+        raise TypeError(f"symbols must be a sequence of ints, got {type(symbols).__name__}")
+    if isinstance(symbols, torch.Tensor):
+        if symbols.is_floating_point() or symbols.is_complex() or symbols.dtype == torch.bool:
+            raise TypeError(f"symbols must hold integer ids, got a tensor of {symbols.dtype}")
+        return symbols.reshape(-1).tolist()
+    out = []
+    for i, s in enumerate(symbols):
+        if isinstance(s, (bool, np.bool_)) or not hasattr(type(s), "__index__"):
+            raise TypeError(f"symbols[{i}] must be an int, got {type(s).__name__} {s!r}")
+        out.append(int(s))
+    if len(out) >= 1 << 32:
+        raise ValueError(f"symbols has {len(out)} entries; the 4-byte header holds at most 2**32 - 1")
+    return out
+
+
 def compress(symbols: Sequence[int], next_probs: NextProbs) -> bytes:
     """Encode ``symbols`` with the predictor ``next_probs(prefix)``; 4-byte length header + code.
 
@@ -142,7 +160,7 @@ def compress(symbols: Sequence[int], next_probs: NextProbs) -> bytes:
     """
     if not callable(next_probs):
         raise TypeError("next_probs must be callable as next_probs(prefix)")
-    symbols = [int(s) for s in symbols]
+    symbols = _check_symbols(symbols)
     enc = ArithmeticEncoder()
     for i, s in enumerate(symbols):
         cum = _cum(quantize_probs(next_probs(symbols[:i])))
@@ -166,8 +184,11 @@ def decompress(data: bytes, next_probs: NextProbs) -> list[int]:
 
 def ideal_bits(symbols: Sequence[int], next_probs: NextProbs) -> float:
     """Sum of -log2 p(symbol | prefix): the size an ideal coder would reach, in bits."""
+    symbols = _check_symbols(symbols)
     total = 0.0
     for i, s in enumerate(symbols):
+        if s < 0:
+            raise ValueError(f"symbol {s} at position {i} is negative")
         p = next_probs(list(symbols[:i]))
         p = p.double() if isinstance(p, torch.Tensor) else torch.as_tensor(p, dtype=torch.float64)
         total -= math.log2(float(p[s] / p.sum()))
