@@ -45,7 +45,10 @@ def _check_values(logits: torch.Tensor) -> None:
     empty_row = (logits == float("-inf")).all(dim=-1)
     if logits.device.type != "cpu":
         # One device-side assert, no host sync (the error surfaces at the next sync).
-        torch._assert_async(~(bad.any() | empty_row.any()), "logits contain NaN or +inf, or a row of only -inf")
+        try:
+            torch._assert_async(~(bad.any() | empty_row.any()), "logits contain NaN or +inf, or a row of only -inf")
+        except NotImplementedError:
+            pass  # a backend without device-side asserts: skip the check rather than sync
         return
     if bad.any():
         where = tuple(int(i) for i in bad.nonzero()[0])
