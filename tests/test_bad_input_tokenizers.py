@@ -115,6 +115,7 @@ def test_special_tokens_list_and_tuple_are_accepted(cls):
     ([1], ValueError, "non-empty str"),
     (b"<eos>", TypeError, "bare bytes"),
     ({"<eos>": 1}, TypeError, "list of str"),
+    ({"<eos>", "<pad>"}, TypeError, "not a set"),
     (5, TypeError, "list of str"),
 ])
 def test_special_token_list_neighbours(bad, exc, what):

@@ -137,11 +137,13 @@ def check_ids(ids: Any, vocab_size: int, valid: "set[int] | None" = None, name: 
     return out
 
 
-def special_token_list(special_tokens: Any, name: str = "special_tokens") -> list[str]:
+def special_token_list(special_tokens: Any, name: str = "special_tokens", ordered: bool = True) -> list[str]:
     """Return the special tokens given to ``train`` as a list of non-empty strings.
 
     A bare string is refused: ``list("<|endoftext|>")`` would silently make every one of
     its characters a control token (so ordinary letters would encode to special ids).
+    With ``ordered`` (tokens get ids in the order given) a set is refused too: its order,
+    and so the ids, would change from run to run.
 
     >>> special_token_list(("<|endoftext|>",))
     ['<|endoftext|>']
@@ -159,6 +161,8 @@ def special_token_list(special_tokens: Any, name: str = "special_tokens") -> lis
         )
     if isinstance(special_tokens, dict) or not isinstance(special_tokens, Iterable):
         raise TypeError(f"{name} must be a list of str, got {type(special_tokens).__name__}")
+    if ordered and isinstance(special_tokens, (set, frozenset)):
+        raise TypeError(f"{name} must be a list or tuple, not a set: tokens get ids in the order given")
     out = list(special_tokens)
     for s in out:
         if not isinstance(s, str) or not s:

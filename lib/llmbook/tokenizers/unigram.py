@@ -406,7 +406,7 @@ class Unigram(Tokenizer):
         if names[0] != UNK:
             raise ValueError(f"pieces[0] must be {UNK!r} (the unknown piece), got {names[0]!r}")
         self.pieces = [(p, float(s)) for p, s in pieces]
-        self.control = set(special_token_list(control, name="control")) | {UNK}
+        self.control = set(special_token_list(control, name="control", ordered=False)) | {UNK}
         self.add_dummy_prefix = bool(add_dummy_prefix)
         self.remove_extra_whitespaces = bool(remove_extra_whitespaces)
         self.piece_to_id = {p: i for i, (p, _) in enumerate(self.pieces)}
