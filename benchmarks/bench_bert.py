@@ -7,26 +7,30 @@
    config, same batch, same masked positions. The book's head projects onto the
    vocabulary only at the ~15% masked positions (as the original BERT code did);
    transformers' head projects every position.
-2. minilm_inference_ratio_vs_hf: encoding 1,000 sentences (batches of 64, padded)
+2. minilm_inference_ratio_vs_hf: encoding 256 tweets (batches of 64, padded)
    with all-MiniLM-L6-v2 loaded into the book's ``Bert`` / transformers' ``BertModel``
    (its default SDPA attention). The book's model runs the fused attention kernel
    because no attention weights are requested.
-Below 1.0 means the book's code is faster. Each timing is the median of interleaved runs.
+Below 1.0 means the book's code is faster. Timing follows ``benchmarks/_timing.py``: a
+warm-up, then ``--repeats`` runs of each side alternating (A B B A ...), medians and
+interquartile ranges, ratios from paired runs, goals (<= 1.0) checked at the pessimistic
+end. ``--quick`` (or ``BENCH_QUICK=1``): 3 repeats and 256 sentences, a smoke test.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
+from _timing import Results, measure, print_machine, quick_mode, ratio, set_threads  # noqa: E402
 
 from llmbook.bert import Bert, BertConfig, BertForPreTraining, batch_encode, mask_tokens, minilm_dir, special_ids  # noqa: E402
 from llmbook.tokenizers.wordpiece import WordPiece  # noqa: E402
@@ -43,16 +47,7 @@ def hf_config(cfg: BertConfig):
     )
 
 
-def median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
-def bench_mlm_train(repeats: int = 7) -> float:
+def bench_mlm_train(res: Results, repeats: int = 7) -> None:
     from transformers import BertForMaskedLM
 
     torch.manual_seed(0)
@@ -76,19 +71,15 @@ def bench_mlm_train(repeats: int = 7) -> float:
         loss.backward()
         opt_ref.step()
 
-    for f in (step_ours, step_ref):  # warm-up
-        f()
-    t_ours, t_ref = [], []
-    for _ in range(repeats):  # interleaved, so that load on a shared machine hits both alike
-        t_ours.append(median_time(step_ours, 1))
-        t_ref.append(median_time(step_ref, 1))
-    a, b = statistics.median(t_ours), statistics.median(t_ref)
-    print(f"MLM train step (B=16, T=64, D=256, 4 layers, V=30522): book {a * 1e3:.1f} ms, transformers {b * 1e3:.1f} ms")
-    return a / b
+    t = measure({"book": step_ours, "transformers": step_ref}, repeats=repeats, warmup=1)
+    print(f"MLM train step (B=16, T=64, D=256, 4 layers, V=30522):\n  {t['book']}\n  {t['transformers']}", flush=True)
+    res.add("mlm_train_ratio_vs_hf", ratio(t["book"], t["transformers"]), goal="<= 1.0", higher_is_better=False,
+            reference="transformers BertForMaskedLM",
+            description="masked-LM training step (B=16, T=64, D=256, 4 layers) / transformers'")
 
 
 @torch.no_grad()
-def bench_minilm_inference(n: int = 1000, batch_size: int = 64, repeats: int = 2) -> float:
+def bench_minilm_inference(res: Results, n: int = 1000, batch_size: int = 64, repeats: int = 5) -> None:
     from transformers import BertModel
 
     from llmbook.data import load_sentiment
@@ -107,22 +98,26 @@ def bench_minilm_inference(n: int = 1000, batch_size: int = 64, repeats: int = 2
         for b in batches:
             ref(**b)
 
-    run_ours(), run_ref()  # warm-up
-    t_ours, t_ref = [], []
-    for _ in range(repeats):
-        t_ours.append(median_time(run_ours, 1))
-        t_ref.append(median_time(run_ref, 1))
-    a, b = statistics.median(t_ours), statistics.median(t_ref)
-    print(f"MiniLM, {n} tweets in batches of {batch_size}: book {a:.2f} s, transformers {b:.2f} s")
-    return a / b
+    t = measure({"book": run_ours, "transformers": run_ref}, repeats=repeats, warmup=1)
+    print(f"MiniLM, {n} tweets in batches of {batch_size}:\n  {t['book']}\n  {t['transformers']}", flush=True)
+    res.add("minilm_inference_ratio_vs_hf", ratio(t["book"], t["transformers"]), goal="<= 1.0",
+            higher_is_better=False, reference="transformers BertModel (SDPA)",
+            description=f"all-MiniLM-L6-v2 encoding {n} tweets in batches of {batch_size} / transformers'")
 
 
 def main() -> None:
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    mlm = bench_mlm_train()
-    inf = bench_minilm_inference()
-    print(f"mlm_train_ratio_vs_hf={mlm:.3f}")
-    print(f"minilm_inference_ratio_vs_hf={inf:.3f}")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="3 repeats, 256 sentences (also BENCH_QUICK=1)")
+    args = ap.parse_args()
+    quick = quick_mode()
+    set_threads()
+    print_machine()
+    res = Results("bench_bert", quick=quick)
+    bench_mlm_train(res, 3 if quick else args.repeats)
+    # 256 tweets (4 padded batches of 64) per timed run: ~5 s of CPU on a 2-core EPYC, so 2 x 6 runs fit
+    bench_minilm_inference(res, n=64 if quick else 256, repeats=3 if quick else max(5, args.repeats - 2))
+    res.finish()
 
 
 if __name__ == "__main__":
