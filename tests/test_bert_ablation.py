@@ -1,0 +1,59 @@
+"""scripts/bert_finetune_ablation.py: the tweet splits and the frozen-feature probe protocol."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("bert_finetune_ablation", ROOT / "scripts" / "bert_finetune_ablation.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_tweet_splits_are_balanced_and_disjoint():
+    m = _load()
+    train, val, test = m.tweet_splits()
+    assert (len(train), len(val), len(test)) == (2000, 500, 500)
+    for part in (train, val, test):
+        assert sum(y for _, y in part) == len(part) // 2  # balanced: chance is 50%
+    assert not set(val) & set(test)  # test never overlaps the tweets that choose settings
+    assert not {t for t, _ in train} & {t for t, _ in test}
+
+
+def test_probe_rows_keeps_the_best_validation_decay():
+    m = _load()
+    g = torch.Generator().manual_seed(0)
+    y = [torch.randint(0, 2, (n,), generator=g) for n in (200, 100, 100)]
+    f = [torch.randn(len(t), 8, generator=g) + 1.5 * t[:, None].float() for t in y]  # separable-ish features
+    rows = m.probe_rows({"x": f}, y, seeds=[0, 1, 2], weight_decays=(0.0, 10.0))
+    row = rows["x"]
+    means = {float(wd): sum(v) / len(v) for wd, v in row["val_acc_by_weight_decay"].items()}
+    assert row["weight_decay"] == max(means, key=lambda wd: (means[wd], -wd))
+    assert len(row["val_acc"]) == len(row["test_acc"]) == 3
+    assert sum(row["val_acc"]) / 3 == pytest.approx(means[row["weight_decay"]])
+    assert min(row["test_acc"]) > 0.6  # the features carry the label
+
+
+def test_probe_rejects_negative_weight_decay():
+    m = _load()
+    f, y = torch.randn(4, 2), torch.tensor([0, 1, 0, 1])
+    with pytest.raises(ValueError, match="weight_decay"):
+        m.probe_accuracy(f, y, [f], [y], weight_decay=-1.0, seed=0)
+
+
+def test_committed_result_records_its_protocol():
+    data = json.loads((ROOT / "data" / "results" / "ch07_finetune_ablation.json").read_text())
+    assert data["meta"]["command"].startswith("OMP_NUM_THREADS=1 python scripts/bert_finetune_ablation.py")
+    assert len(data["seeds"]) >= 3
+    for name in ("MiniLM frozen [CLS] + linear head", "MiniLM frozen mean-pooled + linear head"):
+        row = data["rows"][name]
+        assert len(row["test_acc"]) == len(data["seeds"])
+        best = max(data["weight_decays"], key=lambda wd: (sum(row["val_acc_by_weight_decay"][repr(wd)]), -wd))
+        assert row["weight_decay"] == best  # chosen on validation, not on test
