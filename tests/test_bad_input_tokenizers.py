@@ -244,3 +244,30 @@ def test_from_tiktoken_garbled_line(tmp_path):
     path.write_bytes(b"YQ== 0\nnot-base64!! 1\n")
     with pytest.raises(ValueError, match=r"bad.tiktoken:2"):
         ByteBPETokenizer.from_tiktoken(path)
+
+
+@pytest.mark.parametrize("content, match", [(b"\xff\xfe[UNK]\n", "not UTF-8"), (b"[UNK]\na\na\n", "twice"),
+                                            (b"a\nb\n", "unk_token"), (b"", "unk_token")])
+def test_wordpiece_from_vocab_damaged_file(tmp_path, content, match):
+    path = tmp_path / "vocab.txt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=match) as info:
+        WordPiece.from_vocab(path)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("content", [b"garbage", b"\x00" * 64])
+def test_unigram_from_damaged_sentencepiece_file(tmp_path, content):
+    pytest.importorskip("sentencepiece")
+    path = tmp_path / "bad.model"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="bad.model") as info:
+        Unigram.from_sentencepiece(path)
+    assert "SentencePiece" in str(info.value) or "no pieces" in str(info.value)
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage"])
+def test_unigram_from_damaged_sentencepiece_bytes(content):
+    pytest.importorskip("sentencepiece")
+    with pytest.raises(ValueError, match="model"):
+        Unigram.from_sentencepiece(content)

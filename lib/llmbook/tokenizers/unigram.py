@@ -430,13 +430,24 @@ class Unigram(Tokenizer):
         import sentencepiece as spm
 
         if isinstance(model, (bytes, bytearray)):
-            sp = spm.SentencePieceProcessor(model_proto=bytes(model))
+            where = "model (the bytes given)"
+            if not model:
+                raise ValueError(f"{where} is empty, not a SentencePiece model")
         elif isinstance(model, (str, os.PathLike)):
+            where = f"model {str(model)!r}"
             if not Path(model).is_file():
-                raise ValueError(f"model {str(model)!r} is not a file")
-            sp = spm.SentencePieceProcessor(model_file=str(model))
+                raise ValueError(f"{where} is not a file")
         else:
             raise TypeError(f"model must be a path or bytes, got {type(model).__name__}")
+        try:
+            if isinstance(model, (bytes, bytearray)):
+                sp = spm.SentencePieceProcessor(model_proto=bytes(model))
+            else:
+                sp = spm.SentencePieceProcessor(model_file=str(model))
+        except (RuntimeError, OSError) as exc:  # sentencepiece's parse errors are RuntimeErrors
+            raise ValueError(f"{where} is not a readable SentencePiece model: {exc}") from None
+        if sp.get_piece_size() == 0:
+            raise ValueError(f"{where} holds no pieces")
         pieces, control = [], []
         for i in range(sp.get_piece_size()):
             p = sp.id_to_piece(i)

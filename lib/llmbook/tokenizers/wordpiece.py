@@ -270,10 +270,16 @@ class WordPiece(Tokenizer):
         path = Path(path)
         if not path.is_file():
             raise ValueError(f"path {str(path)!r} is not a file")
-        lines = path.read_text(encoding="utf-8").split("\n")
+        try:
+            lines = path.read_text(encoding="utf-8").split("\n")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path} is not a vocab.txt (not UTF-8: {exc})") from None
         if lines and lines[-1] == "":
             lines.pop()
-        return cls([line.rstrip("\r") for line in lines], lowercase=lowercase, **kwargs)
+        try:
+            return cls([line.rstrip("\r") for line in lines], lowercase=lowercase, **kwargs)
+        except ValueError as exc:  # a repeated piece, no [UNK]: name the file
+            raise ValueError(f"{path} is not a usable vocab.txt: {exc}") from None
 
     @classmethod
     def minilm(cls) -> "WordPiece":
