@@ -60,8 +60,19 @@ test-notebooks: $(STAMP)
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
 
+# Every benchmark with one timing discipline (benchmarks/_timing.py: warm-up, alternating
+# repeats, medians and interquartile ranges, one torch thread timed in CPU seconds unless
+# BENCH_THREADS says otherwise), then one report: benchmarks/results.json, a markdown table,
+# and README.md's performance table regenerated from it. About 10 minutes on 2 idle cores.
+# `make bench BENCH_QUICK=1` is a smoke test (tiny sizes; never touches results.json).
+BENCHES := bench_tokenizers bench_attention bench_gpt bench_bert bench_llama
+BENCH_QUICK ?=
 bench: $(STAMP)
-	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	@rm -rf benchmarks/results/$(if $(BENCH_QUICK),quick,*.json)
+	@for b in $(BENCHES); do echo "== benchmarks/$$b.py"; \
+		BENCH_QUICK=$(BENCH_QUICK) $(BIN)/python benchmarks/$$b.py $$([ $$b = bench_gpt ] && echo --skip-quality) \
+		|| exit 1; done
+	@$(BIN)/python benchmarks/report.py $(if $(BENCH_QUICK),--quick,--readme)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -12,7 +12,7 @@ those must be identical (``same_tokens_to_eos=True``). Prints, last, ``smollm2_t
 Timing follows ``benchmarks/_timing.py``: a warm-up run of each, then ``--repeats`` runs
 alternating (A B B A ...), medians and interquartile ranges, the ratio from paired runs.
 
-Usage: python benchmarks/bench_llama.py [--tokens 50] [--repeats 5] [--quick]
+Usage: python benchmarks/bench_llama.py [--tokens 32] [--repeats 5] [--quick]
 """
 
 import argparse
@@ -30,7 +30,7 @@ from llmbook.llama import generate, load_gguf, smollm2_path  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tokens", type=int, default=50, help="new tokens to generate (each run; 12 timed runs)")
+    ap.add_argument("--tokens", type=int, default=32, help="new tokens to generate (each run; 12 timed runs)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="20 tokens, 3 repeats (also BENCH_QUICK=1)")
     args = ap.parse_args()
@@ -73,7 +73,7 @@ def main() -> None:
     if not same:
         sys.exit("the book's LLaMA and transformers disagree before the end-of-turn token")
     res = Results("bench_llama", quick=quick)
-    res.add("smollm2_tokens_per_s_cpu", throughput(n, t["book"]), unit="tokens/s", higher_is_better=True, digits=4,
+    res.add("smollm2_tokens_per_s_cpu", throughput(n, t["book"]), unit="tokens/s", higher_is_better=True, digits=3,
             description=f"SmolLM2-135M greedy generation with the book's KV cache, {n} tokens")
     res.add("smollm2_generate_ratio_vs_hf", ratio(t["book"], t["transformers"]), goal="<= 1.0",
             higher_is_better=False, reference="transformers LlamaForCausalLM.generate",
