@@ -248,14 +248,11 @@ def _check_divides(n_name: str, n: int, d_name: str, d: int) -> None:
 
 
 # ---------------------------------------------------------------------------- chapter 2
-def _token_row(ax: Axes, x0: float, y: float, labels: Sequence[str], kind: str, faded: Sequence[bool] = (),
+def _token_row(ax: Axes, x0: float, y: float, labels: Sequence[str], kinds: Sequence[str],
                pitch: float = 0.38, w: float = 0.32) -> list[_Box]:
-    """A row of small token boxes starting at x0 (centre of the first)."""
-    boxes = []
-    for i, label in enumerate(labels):
-        box = _box(ax, x0 + i * pitch, y, w, 0.3, label, "tensor" if (faded and faded[i]) else kind, fontsize=SMALL + 1)
-        boxes.append(box)
-    return boxes
+    """A row of small token boxes, one kind each, starting at x0 (centre of the first)."""
+    return [_box(ax, x0 + i * pitch, y, w, 0.3, label, kind, fontsize=SMALL + 1)
+            for i, (label, kind) in enumerate(zip(labels, kinds))]
 
 
 def _mask_grid(ax: Axes, x0: float, y0: float, allowed: Sequence[Sequence[bool]], caption: str,
@@ -286,8 +283,11 @@ def three_families(n_tokens: int = 5) -> Figure:
     p = (n - 1) // 2  # the highlighted output position
     seen, cross = _mix(KIND_COLOURS["attn"], -0.2), _mix(KIND_COLOURS["pos"], -0.25)
     y_in, y_out, pitch, cell, y_grid = 2.55, 3.75, 0.38, 0.16, 0.95
-    rows = lambda x0, sym, kind, hidden=(): _token_row(ax, x0, y_in if sym in "xy" else y_out,  # noqa: E731
-                                                       [f"${sym}_{i + 1}$" for i in range(n)], kind, hidden, pitch)
+    def rows(x0: float, sym: str, kind: str, special: Sequence[bool] = (), other: str = "tensor") -> list[_Box]:
+        """Tokens x_i / y_i (inputs) or h_i / m_i (outputs); ``special`` ones get the ``other`` kind."""
+        kinds = [other if (special and special[i]) else kind for i in range(n)]
+        return _token_row(ax, x0, y_in if sym in "xy" else y_out, [f"${sym}_{i + 1}$" for i in range(n)], kinds, pitch)
+
     full = [[True] * n for _ in range(n)]
     causal = [[j <= i for j in range(n)] for i in range(n)]
     # Encoder-only and decoder-only: one stack each, inputs below, outputs above.
@@ -298,8 +298,7 @@ def three_families(n_tokens: int = 5) -> Figure:
         _note(ax, cx, 4.48, cls, ha="center", family=_MONO, color=_TEXT, fontsize=SMALL + 1)
         x0 = cx - pitch * (n - 1) / 2
         ins = rows(x0, "x", "embed", [not sees(i) for i in range(n)])
-        outs = rows(x0, "h", "tensor")
-        _box(ax, outs[p].x, outs[p].y, outs[p].w, outs[p].h, f"$h_{p + 1}$", "attn", fontsize=SMALL + 1)
+        outs = rows(x0, "h", "tensor", [i == p for i in range(n)], other="attn")
         for i in range(n):
             if sees(i):
                 _arrow(ax, ins[i].top, outs[p].bottom, colour=seen, lw=1.0)
@@ -318,8 +317,7 @@ def three_families(n_tokens: int = 5) -> Figure:
         _arrow(ax, (enc_in[i].x, enc_in[i].y + 0.15), (enc_in[i].x, enc.y - enc.h / 2))
         _arrow(ax, (enc_out[i].x, enc.y + enc.h / 2), enc_out[i].bottom)
     dec_in = rows(dec_x0, "y", "embed", [i > p for i in range(n)])
-    dec_out = rows(dec_x0, "h", "tensor")
-    _box(ax, dec_out[p].x, dec_out[p].y, dec_out[p].w, dec_out[p].h, f"$h_{p + 1}$", "attn", fontsize=SMALL + 1)
+    dec_out = rows(dec_x0, "h", "tensor", [i == p for i in range(n)], other="attn")
     for i in range(n):
         if i <= p:
             _arrow(ax, dec_in[i].top, dec_out[p].bottom, colour=seen, lw=1.0)
