@@ -260,3 +260,11 @@ def test_renders_to_png_at_notebook_width(drawn):
     assert image.size == (round(width * fig.dpi), round(height * fig.dpi))
     # Not a blank page: a drawing has many distinct colours (boxes of several kinds, text).
     assert len(image.convert("RGB").getcolors(maxcolors=1 << 20)) > 50
+
+
+def test_chinese_tokens_draw_without_missing_glyphs():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Matplotlib warns "Glyph ... missing from font(s)"
+        fig = D.bert_inputs(["[CLS]", "我", "爱", "北京", "[SEP]", "天安门", "[SEP]"], masked=[3])
+        figure_to_png(fig)
+    assert "E_北京" not in _texts(fig) and "北京" in _texts(fig) and "E_天安门" in _texts(fig)

@@ -3,7 +3,8 @@
 ``style`` sets one look (and a font that draws Chinese); ``widget.Explorer`` is the
 frame every interactive explorer uses. Each chapter adds one module here with the
 static plotting functions and the explorer of its concept; the functions take data
-(tensors, token lists), never models.
+(tensors, token lists), never models. ``diagrams`` draws the architectures themselves
+(boxes, arrows and tensor shapes; no data, no external tools).
 """
 
 from .style import CJK_FAMILY, PALETTE, cjk_font_path, use_book_style
