@@ -195,3 +195,18 @@ def test_round_trip_with_special_tokens_in_every_form(forms, parts):
             assert tok.decode(ids) == text
         ordinary = tok.encode(text)
         assert not set(ordinary) & set(tok.special_tokens.values())  # no injection without allowed_special
+
+
+@settings(max_examples=40, deadline=None)
+@given(pattern=split_patterns(), text=_TEXTS)
+def test_save_load_keeps_pattern_and_ids(tmp_path_factory, pattern, text):
+    from llmbook.tokenizers import BPETokenizer, ByteBPETokenizer, Tokenizer
+
+    folder = tmp_path_factory.mktemp("tok")
+    train_text = "the cat, 12 mats! é中 " + text
+    for tok in (ByteBPETokenizer.train(train_text, 270, pattern=pattern, special_tokens=["<|eot|>"]),
+                BPETokenizer.train(train_text, len(set(train_text)) + 10, pattern=pattern)):
+        tok.save(folder / "t.json")
+        back = Tokenizer.load(folder / "t.json")
+        assert back.pattern == pattern and back.special_tokens == tok.special_tokens
+        assert back.encode(text) == tok.encode(text) and back.decode(back.encode(text)) == text
