@@ -832,9 +832,11 @@ def pretraining_accuracy(model: BertForPreTraining, batch: dict[str, torch.Tenso
     model.eval()
     dev = model_device(model)
     batch = {k: v.to(dev) for k, v in batch.items()}  # a batch built on the CPU follows the model
-    out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], mlm_labels=batch["mlm_labels"])
-    targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]
-    mlm_acc = (out.mlm_logits.argmax(-1) == targets).float().mean().item()
+    out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])  # mlm_logits (B, T, V)
+    labels = batch["mlm_labels"]
+    picked = labels != IGNORE_INDEX  # (B, T); counted with sums, not selected, so no data-dependent shape
+    hits = ((out.mlm_logits.argmax(-1) == labels) & picked).sum()
+    mlm_acc = (hits / picked.sum()).item()  # NaN if nothing is masked, as a mean over no tokens is
     nsp_acc = (out.nsp_logits.argmax(-1) == batch["nsp_labels"]).float().mean().item()
     model.train(was_training)
     return mlm_acc, nsp_acc

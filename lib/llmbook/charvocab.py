@@ -52,9 +52,13 @@ class CharVocab:
                              f"{''.join(unknown)!r}; use only characters seen in training")
         return [self.stoi[c] for c in text]
 
-    def encode_tensor(self, text: str) -> torch.Tensor:
-        """``encode`` as a (1, T) long tensor, ready for ``GPT.generate``."""
-        return torch.tensor([self.encode(text)], dtype=torch.long)  # (1, T)
+    def encode_tensor(self, text: str, device: torch.device | str | None = None) -> torch.Tensor:
+        """``encode`` as a (1, T) long tensor on ``device``, ready for ``GPT.generate``.
+
+        Pass the model's device (``llmbook.device.model_device(model)``); with None the
+        tensor is made on torch's default device (``generate`` moves a prompt to the model).
+        """
+        return torch.tensor([self.encode(text)], dtype=torch.long, device=device)  # (1, T)
 
     def decode(self, ids) -> str:
         if isinstance(ids, torch.Tensor):

@@ -34,6 +34,8 @@ from typing import Optional, Sequence
 import torch
 import torch.nn.functional as F
 
+from .device import check_index_range, default_device, model_device
+
 __all__ = [
     "split_passages",
     "MiniLMEmbedder",
@@ -112,10 +114,11 @@ class MiniLMEmbedder:
 
     ``embedder(texts)`` returns an (M, 384) tensor of unit vectors: mean of the last
     hidden states over real tokens, L2-normalised. Texts are cut to ``max_len``
-    WordPiece tokens (MiniLM was trained on 128; it accepts up to 512).
+    WordPiece tokens (MiniLM was trained on 128; it accepts up to 512). The model runs on
+    ``device`` (default: ``default_device()``); the embeddings are returned there too.
     """
 
-    def __init__(self, max_len: int = 128, batch_size: int = 64, device: torch.device | str = "cpu"):
+    def __init__(self, max_len: int = 128, batch_size: int = 64, device: torch.device | str | None = None):
         from .bert import Bert
         from .tokenizers.wordpiece import WordPiece
 
@@ -123,7 +126,7 @@ class MiniLMEmbedder:
         if max_len < 3:
             raise ValueError(f"max_len must be >= 3 (room for [CLS] and [SEP]), got {max_len}")
         self.batch_size = _check_positive_int("batch_size", batch_size)
-        self.device = torch.device(device)
+        self.device = default_device() if device is None else torch.device(device)
         self.tokenizer = WordPiece.minilm()
         self.model = Bert.from_pretrained_minilm().to(self.device).eval()
 
@@ -141,13 +144,13 @@ class MiniLMEmbedder:
             raise ValueError("texts must hold only str")
         # Sort by length so each batch pads little; put the rows back in order at the end.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = torch.empty(len(texts), self.dim)
+        out = torch.empty(len(texts), self.dim, device=self.device)
         for s in range(0, len(order), self.batch_size):
             chunk = order[s:s + self.batch_size]
             b = batch_encode(self.tokenizer, [texts[i] for i in chunk], max_len=self.max_len)
             b = {k: v.to(self.device) for k, v in b.items()}
             hidden = self.model(**b).last_hidden_state  # (b, T, D)
-            out[chunk] = F.normalize(mean_pool(hidden, b["attention_mask"]), dim=-1).float().cpu()
+            out[chunk] = F.normalize(mean_pool(hidden, b["attention_mask"]), dim=-1).float()
         return out
 
 
@@ -205,7 +208,7 @@ class PassageIndex:
             q = self.embed(list(queries))
         if q.dim() != 2 or q.shape[1] != self.embeddings.shape[1]:
             raise ValueError(f"query embeddings must be (M, D={self.embeddings.shape[1]}), got {tuple(q.shape)}")
-        return F.normalize(q.float(), dim=-1) @ self.embeddings.T  # (M, N)
+        return F.normalize(q.float().to(self.embeddings.device), dim=-1) @ self.embeddings.T  # (M, N)
 
     def search(self, queries, k: int = 5) -> list[list[Hit]]:
         """The ``k`` nearest passages of each query (a str, a list of str, or an (M, D) tensor)."""
@@ -280,18 +283,18 @@ def lm_states(model, ids: torch.Tensor, stride: Optional[int] = None, batch_size
     _check_positive_int("batch_size", batch_size)
     was_training = model.training
     model.eval()
-    dev = next(model.parameters()).device
+    dev = model_device(model)
     wins = _windows(len(ids), block, stride)
     hs, ls, ts = [], [], []
     for s in range(0, len(wins), batch_size):
         chunk = wins[s:s + batch_size]
         x = torch.stack([ids[a:a + block] for a, _ in chunk]).long().to(dev)  # (b, block)
-        y = torch.stack([ids[a + 1:a + block + 1] for a, _ in chunk]).long()  # (b, block)
+        y = torch.stack([ids[a + 1:a + block + 1] for a, _ in chunk]).long().to(dev)  # (b, block)
         h, _ = model.hidden_states(x)  # (b, block, D)
         logits = model.lm_head(h)  # (b, block, V)
         for j, (_, keep) in enumerate(chunk):
-            hs.append(h[j, keep:].float().cpu())
-            ls.append(logits[j, keep:].float().cpu())
+            hs.append(h[j, keep:].float())  # kept on the model's device, as is the datastore
+            ls.append(logits[j, keep:].float())
             ts.append(y[j, keep:])
     model.train(was_training)
     return LMStates(torch.cat(hs), torch.cat(ls), torch.cat(ts))
@@ -329,7 +332,7 @@ def knn_search(queries: torch.Tensor, store: Datastore, k: int = 16, chunk: int 
     key_sq = (keys * keys).sum(-1)  # (N,)
     dists, vals = [], []
     for s in range(0, len(queries), chunk):
-        q = queries[s:s + chunk].float()  # (m, D)
+        q = queries[s:s + chunk].float().to(keys.device)  # (m, D), searched where the datastore lives
         # |q - key|^2 = |q|^2 - 2 q.key + |key|^2; |q|^2 is the same for every key, so rank without it.
         partial = key_sq.unsqueeze(0) - 2 * q @ keys.T  # (m, N)
         neg, idx = (-partial).topk(k, dim=-1)  # (m, K) nearest first
@@ -352,10 +355,10 @@ def knn_distribution(distances: torch.Tensor, values: torch.Tensor, vocab_size: 
         raise ValueError("distances must be an (M, K) tensor")
     if not isinstance(values, torch.Tensor) or values.shape != distances.shape:
         raise ValueError(f"values must have the shape of distances {tuple(distances.shape)}")
-    if values.numel() and (int(values.min()) < 0 or int(values.max()) >= vocab_size):
-        raise ValueError(f"values must be token ids in [0, vocab_size={vocab_size})")
+    check_index_range("values", values, vocab_size, what=f"token ids, vocab_size={vocab_size}")
     w = torch.softmax(-distances.float() / temperature, dim=-1)  # (M, K)
-    return torch.zeros(len(w), vocab_size).scatter_add_(1, values.long(), w)  # (M, V)
+    out = torch.zeros(len(w), vocab_size, device=w.device)  # on the device of the neighbours
+    return out.scatter_add_(1, values.long().to(w.device), w)  # (M, V)
 
 
 def knn_log_probs(queries: torch.Tensor, store: Datastore, vocab_size: int, k: int = 16,

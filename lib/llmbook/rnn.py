@@ -37,6 +37,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .device import check_index_range, check_on_device
+
 __all__ = [
     "EmbedToken",
     "FeedForwardSequenceModel",
@@ -63,8 +65,7 @@ def _check_ids(name: str, ids: object, vocab_size: int) -> torch.Tensor:
         raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
     if ids.dim() != 2:
         raise ValueError(f"{name} must have shape (B, T), got {tuple(ids.shape)}")
-    if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise ValueError(f"{name} must lie in [0, {vocab_size}), got values in [{int(ids.min())}, {int(ids.max())}]")
+    check_index_range(name, ids, vocab_size)  # a clear error on the CPU, no host sync on a GPU
     return ids
 
 
@@ -314,6 +315,8 @@ class CharLM(nn.Module):
         self.head = nn.Linear(config.d_hidden, config.vocab_size)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if isinstance(ids, torch.Tensor):
+            check_on_device("ids", ids, self.head.weight.device)
         x = self.embed(ids)  # (B, T, d_embed)
         h = self.seq(x)
         h = h[0] if isinstance(h, tuple) else h  # RNNs return (outputs, final state)

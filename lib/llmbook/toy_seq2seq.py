@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from .device import model_device
+
 __all__ = ["DigitTask", "make_batch", "exact_match", "train_seq2seq", "training_sources", "drop_seen",
            "PAD", "BOS", "EOS", "VOCAB_SIZE"]
 
@@ -112,10 +114,12 @@ def make_batch(task: DigitTask, n: int, generator: torch.Generator | None = None
 @torch.no_grad()
 def exact_match(model, src: torch.Tensor, tgt_out: torch.Tensor) -> float:
     """Share of rows whose greedy decoding (up to and including EOS) equals ``tgt_out``."""
+    dev = model_device(model)
+    src, tgt_out = src.to(dev), tgt_out.to(dev)  # batches made on the CPU follow the model
     pred = model.greedy_decode(src, BOS, EOS, max_new_tokens=tgt_out.shape[1])
     T = tgt_out.shape[1]
     if pred.shape[1] < T:
-        pred = torch.cat([pred, torch.full((pred.shape[0], T - pred.shape[1]), PAD, dtype=pred.dtype)], dim=1)
+        pred = torch.cat([pred, torch.full((pred.shape[0], T - pred.shape[1]), PAD, dtype=pred.dtype, device=dev)], dim=1)
     return (pred[:, :T] == tgt_out).all(dim=1).float().mean().item()
 
 
@@ -128,13 +132,15 @@ def train_seq2seq(model, task: DigitTask, steps: int, batch_size: int = 64, lr: 
     the true previous tokens). The batches come from one generator seeded with ``seed``
     (``training_sources`` replays them). ``callback(step)``, if given, is called after
     every ``callback_every`` updates (one optimizer throughout; the callback must leave
-    the model's weights alone).
+    the model's weights alone). Batches are drawn on the CPU (a seed gives the same data
+    on every machine) and moved to the model's device.
     """
     if not isinstance(steps, int) or steps <= 0:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     if not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"warmup must be a non-negative int, got {warmup!r}")
     gen = torch.Generator().manual_seed(seed)
+    dev = model_device(model)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
     losses = []
@@ -145,7 +151,7 @@ def train_seq2seq(model, task: DigitTask, steps: int, batch_size: int = 64, lr: 
 
         it = tqdm(it, desc="training", leave=False)
     for _ in it:
-        src, tgt_in, tgt_out = make_batch(task, batch_size, gen)
+        src, tgt_in, tgt_out = (t.to(dev) for t in make_batch(task, batch_size, gen))
         logits = model(src, tgt_in)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=PAD)
         opt.zero_grad(set_to_none=True)

@@ -73,6 +73,7 @@ class TrainConfig:
     device: Optional[str] = None  # None: the model's device
     dtype: str = "float32"  # "float32" or "bfloat16" (autocast; meant for GPUs)
     compile: bool = False  # wrap the model in torch.compile (GPU runs)
+    tf32: bool = False  # let CUDA float32 matmuls use TF32 tensor cores (about 3 decimal digits lost)
     progress: bool = True  # tqdm progress bar
     checkpoint_path: Optional[str] = None  # where to write checkpoints (None: never)
     checkpoint_interval: int = 0  # also checkpoint every this many updates (0: only at the end)
@@ -111,6 +112,21 @@ class TrainConfig:
             raise ValueError(f"max_seconds must be a finite number > 0 or None, got {self.max_seconds!r}")
         if self.schedule_by_time and self.max_seconds is None:
             raise ValueError("schedule_by_time needs max_seconds (the time the cosine decay spans)")
+
+    @classmethod
+    def for_device(cls, device: torch.device | str, **overrides) -> "TrainConfig":
+        """The settings that pay on ``device``, plus ``overrides``.
+
+        On CUDA: bf16 autocast, TF32 matmuls and ``torch.compile`` (the fused AdamW and the
+        fused attention kernels are picked by ``train`` and the models on any GPU). On the
+        CPU and MPS: the defaults (float32, eager), so CPU results stay bit-exact.
+
+        >>> TrainConfig.for_device("cpu").dtype, TrainConfig.for_device("cuda").dtype
+        ('float32', 'bfloat16')
+        """
+        kind = torch.device(device).type
+        gpu = {"dtype": "bfloat16", "compile": True, "tf32": True} if kind == "cuda" else {}
+        return cls(**{**gpu, **overrides})
 
     @classmethod
     def baby_shakespeare(cls, **overrides) -> "TrainConfig":
@@ -187,10 +203,12 @@ def configure_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW
 
 
 def random_windows(train_ids: torch.Tensor, val_ids: torch.Tensor, block_size: int, batch_size: int,
-                   device: torch.device | str = "cpu") -> GetBatch:
+                   device: torch.device | str | None = None) -> GetBatch:
     """A ``get_batch`` that cuts ``batch_size`` random windows of ``block_size + 1`` tokens.
 
-    x is the first ``block_size`` tokens of each window, y the same shifted by one.
+    x is the first ``block_size`` tokens of each window, y the same shifted by one. The
+    batch is returned on ``device`` (default: where the token ids are); ``train`` and
+    ``estimate_loss`` move batches to the model's device in any case.
 
     >>> gb = random_windows(torch.arange(100), torch.arange(50), block_size=4, batch_size=2)
     >>> x, y = gb("train", torch.Generator().manual_seed(0))
@@ -212,10 +230,17 @@ def random_windows(train_ids: torch.Tensor, val_ids: torch.Tensor, block_size: i
             raise ValueError(f"split must be 'train' or 'val', got {split!r}")
         ids = data[split]
         starts = torch.randint(len(ids) - block_size, (batch_size,), generator=generator)
-        windows = ids[starts.unsqueeze(1) + offsets]  # (B, block_size + 1)
-        return windows[:, :-1].to(device), windows[:, 1:].to(device)
+        windows = ids[(starts.unsqueeze(1) + offsets).to(ids.device)]  # (B, block_size + 1)
+        x, y = windows[:, :-1], windows[:, 1:]
+        return (x, y) if device is None else (x.to(device), y.to(device))
 
     return get_batch
+
+
+def _model_device(model: nn.Module) -> torch.device:
+    for p in model.parameters():
+        return p.device
+    raise ValueError("model has no parameters, so it has no device to train on")
 
 
 def _loss_of(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -229,10 +254,12 @@ def estimate_loss(model: nn.Module, get_batch: GetBatch, split: str, n_batches: 
     """Mean loss over ``n_batches`` batches drawn with a fixed seed (the same batches every call)."""
     was_training = model.training
     model.eval()
+    device = _model_device(model)
     g = torch.Generator().manual_seed(seed)
     total = 0.0
     for _ in range(n_batches):
         x, y = get_batch(split, g)
+        x, y = x.to(device), y.to(device)  # batches made on the CPU follow the model
         with autocast or contextlib.nullcontext():
             total += float(_loss_of(model, x, y))
     model.train(was_training)
@@ -419,7 +446,7 @@ def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Cal
     from tqdm.auto import tqdm
 
     rank, world = _dist_info()
-    device = torch.device(cfg.device) if cfg.device else next(model.parameters()).device
+    device = torch.device(cfg.device) if cfg.device else _model_device(model)
     model.to(device)
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)  # batch order: the same on every process
@@ -450,6 +477,9 @@ def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Cal
     if cfg.compile:
         net = torch.compile(net)
     use_bf16 = cfg.dtype == "bfloat16"
+    old_precision = torch.get_float32_matmul_precision()
+    if cfg.tf32 and device.type == "cuda":
+        torch.set_float32_matmul_precision("high")  # TF32 tensor cores for float32 matmuls
 
     def autocast():
         return torch.autocast(device.type, dtype=torch.bfloat16) if use_bf16 else contextlib.nullcontext()
@@ -498,12 +528,14 @@ def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Cal
         total = 0.0
         for micro in range(cfg.grad_accum):
             x, y = get_batch("train", gen)
-            x, y = shard(x), shard(y)
+            x, y = shard(x).to(device), shard(y).to(device)  # batches made on the CPU follow the model
             sync = world == 1 or micro == cfg.grad_accum - 1
+            # DDP all-reduces gradients in backward; no_sync skips that for all but the last
+            # micro-batch. One context (entered once) covers forward and backward.
             ctx = contextlib.nullcontext() if sync or not hasattr(net, "no_sync") else net.no_sync()
-            with ctx, autocast():
-                loss = _loss_of(net, x, y) / cfg.grad_accum
             with ctx:
+                with autocast():
+                    loss = _loss_of(net, x, y) / cfg.grad_accum
                 loss.backward()
             total += loss.detach()
             result.tokens += x.numel() * world
@@ -531,6 +563,7 @@ def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Cal
         if out_of_time:
             break
     bar.close()
+    torch.set_float32_matmul_precision(old_precision)
     checkpoint()
     result.seconds = time.perf_counter() - start
     return result

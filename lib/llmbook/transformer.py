@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
+from .device import check_index_range, check_on_device
 from .layers import AddNorm, FeedForward, LayerNorm
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 
@@ -315,8 +316,8 @@ class Transformer(nn.Module):
             raise TypeError(f"{name} must be an integer tensor of token ids (B, T)")
         if ids.dim() != 2:
             raise ValueError(f"{name} must have shape (B, T), got {tuple(ids.shape)}")
-        if ids.numel() and (ids.min() < 0 or ids.max() >= vocab):
-            raise ValueError(f"{name} holds ids outside [0, {vocab})")
+        check_on_device(name, ids, self.src_embed.weight.device)
+        check_index_range(name, ids, vocab)  # a clear error on the CPU, no host sync on a GPU
         if ids.shape[1] > self.config.max_len:
             raise ValueError(f"{name} has length {ids.shape[1]} > max_len={self.config.max_len}")
         return ids
