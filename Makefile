@@ -67,11 +67,16 @@ test-browser: $(STAMP)
 # `make bench BENCH_QUICK=1` is a smoke test (tiny sizes; never touches results.json).
 BENCHES := bench_tokenizers bench_attention bench_gpt bench_bert bench_llama
 BENCH_QUICK ?=
+# BENCH_JOBS=5 runs the five scripts at once (each on one thread, timed in CPU seconds, so
+# they do not time each other's turns; use it on a machine with spare cores or already busy).
+BENCH_JOBS ?= 1
 bench: $(STAMP)
-	@rm -rf benchmarks/results/$(if $(BENCH_QUICK),quick,*.json)
-	@for b in $(BENCHES); do echo "== benchmarks/$$b.py"; \
-		BENCH_QUICK=$(BENCH_QUICK) $(BIN)/python benchmarks/$$b.py $$([ $$b = bench_gpt ] && echo --skip-quality) \
-		|| exit 1; done
+	@rm -rf benchmarks/results/$(if $(BENCH_QUICK),quick,*.json) benchmarks/results/*.log
+	@mkdir -p benchmarks/results
+	@echo $(BENCHES) | tr ' ' '\n' | xargs -P $(BENCH_JOBS) -I{} sh -c 'echo "== benchmarks/{}.py (running)"; \
+		BENCH_QUICK=$(BENCH_QUICK) $(BIN)/python benchmarks/{}.py $$([ {} = bench_gpt ] && echo --skip-quality) \
+		> benchmarks/results/{}.log 2>&1; rc=$$?; cat benchmarks/results/{}.log; exit $$rc' \
+		|| { echo "== make bench: a benchmark failed"; exit 1; }
 	@$(BIN)/python benchmarks/report.py $(if $(BENCH_QUICK),--quick,--readme)
 
 clean-venv:

@@ -11,8 +11,8 @@ Prints, last, one ``name=value`` per line:
   attention on the same q, k, v (both from llmbook, explicit), at a smaller size because
   the additive scores need a (B, Tq, Tk, d_h) tensor.
 
-Default size: batch 4 x 1024 tokens x 768 dims x 12 heads (GPT-2 small's attention at
-its full context; the explicit path then holds 4 x 12 x 1024 x 1024 scores, 200 MB);
+Default size: batch 2 x 1024 tokens x 768 dims x 12 heads (GPT-2 small's attention at
+its full context; the explicit path then holds 2 x 12 x 1024 x 1024 scores, 100 MB);
 ``--batch 8`` is heavier; ``--small`` (and ``--quick`` / ``BENCH_QUICK=1``) uses
 2 x 256 x 768 x 12. ``--device cuda --dtype bfloat16`` runs the same on a GPU.
 Every time comes from ``benchmarks/_timing.py``: a warm-up run, then ``--reps`` repeats
@@ -66,8 +66,8 @@ def fwd_bwd(fn, x_grads: list[torch.Tensor]):
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--small", action="store_true", help="batch 2 x 256 tokens instead of 4 x 1024")
-    ap.add_argument("--batch", type=int, default=4, help="batch size at 1024 tokens")
+    ap.add_argument("--small", action="store_true", help="batch 2 x 256 tokens instead of 2 x 1024")
+    ap.add_argument("--batch", type=int, default=2, help="batch size at 1024 tokens")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     ap.add_argument("--reps", type=int, default=7)

@@ -148,7 +148,7 @@ def bench_cpu_train(res: Results, repeats: int, steps_per_sample: int) -> None:
     for timing in t.values():
         print(f"  {timing}", flush=True)
     res.add("train_tokens_per_s_cpu", throughput(B * T * steps_per_sample, t["book"]), unit="tokens/s",
-            higher_is_better=True, digits=5, description="baby GPT training throughput (forward, backward, AdamW)")
+            higher_is_better=True, digits=4, description="baby GPT training throughput (forward, backward, AdamW)")
     res.add("train_ratio_vs_reference", ratio(t["book"], t["encoder_layer"]), goal="<= 1.0",
             reference="nn.TransformerEncoderLayer GPT", higher_is_better=False,
             description="training step time / a GPT built from nn.TransformerEncoderLayer")
@@ -239,7 +239,7 @@ def main() -> int:
     p.add_argument("--compile", action="store_true")
     p.add_argument("--steps", type=int, default=30, help="timed steps on a GPU")
     p.add_argument("--repeats", type=int, default=7, help="timed samples per model (CPU)")
-    p.add_argument("--steps-per-sample", type=int, default=5, help="training steps in one timed sample (CPU)")
+    p.add_argument("--steps-per-sample", type=int, default=3, help="training steps in one timed sample (CPU)")
     p.add_argument("--tokens", type=int, default=500, help="tokens generated in the KV-cache benchmark")
     p.add_argument("--skip-quality", action="store_true", help="skip the 180 s training run")
     p.add_argument("--seconds", type=float, default=180.0)

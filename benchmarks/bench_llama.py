@@ -12,7 +12,7 @@ those must be identical (``same_tokens_to_eos=True``). Prints, last, ``smollm2_t
 Timing follows ``benchmarks/_timing.py``: a warm-up run of each, then ``--repeats`` runs
 alternating (A B B A ...), medians and interquartile ranges, the ratio from paired runs.
 
-Usage: python benchmarks/bench_llama.py [--tokens 32] [--repeats 5] [--quick]
+Usage: python benchmarks/bench_llama.py [--tokens 16] [--repeats 5] [--quick]
 """
 
 import argparse
@@ -30,7 +30,7 @@ from llmbook.llama import generate, load_gguf, smollm2_path  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tokens", type=int, default=32, help="new tokens to generate (each run; 12 timed runs)")
+    ap.add_argument("--tokens", type=int, default=16, help="new tokens to generate (each run; 12 timed runs)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="20 tokens, 3 repeats (also BENCH_QUICK=1)")
     args = ap.parse_args()
