@@ -134,7 +134,8 @@ def run_sweep(sizes: list[tuple[int, int]], steps: int, batch_size: int = 32, bl
             run_lr = lr * m
             seed_everything(seed)
             model = GPT(config).to(device)
-            cfg = TrainConfig(max_steps=steps, lr=run_lr, min_lr=run_lr / 10, warmup_steps=max(1, steps // 20),
+            # bf16 and TF32 on CUDA; no compile: many short runs would spend their time compiling.
+            cfg = TrainConfig.for_device(device, compile=False, max_steps=steps, lr=run_lr, min_lr=run_lr / 10, warmup_steps=max(1, steps // 20),
                               eval_interval=steps, eval_batches=eval_batches, seed=seed, device=str(device),
                               progress=progress)
             result = train(model, get_batch, cfg)

@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, seed in enumerate(args.seeds):
             seed_everything(seed)
             model = build(name, config, args.aux_loss_weight).to(device)
-            cfg = TrainConfig(max_steps=args.steps, lr=args.lr, min_lr=args.min_lr, warmup_steps=args.warmup,
+            cfg = TrainConfig.for_device(device, max_steps=args.steps, lr=args.lr, min_lr=args.min_lr, warmup_steps=args.warmup,
                               eval_interval=args.eval_interval, eval_batches=20, seed=seed, device=str(device),
                               progress=False)
             t0 = time.perf_counter()
