@@ -113,8 +113,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-batches", type=int, default=20)
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--device", default=None, help="default: llmbook.device.default_device() (CUDA > MPS > CPU)")
-    p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
-    p.add_argument("--compile", action="store_true")
+    p.add_argument("--dtype", choices=["float32", "bfloat16"], default=None,
+                   help="default: TrainConfig.for_device (bfloat16 on CUDA, float32 elsewhere)")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="default: TrainConfig.for_device (compiled on CUDA)")
     p.add_argument("--max-seconds", type=float, default=None)
     p.add_argument("--data-chars", type=int, default=None, help="use only the first N characters (tests)")
     p.add_argument("--out", default=None, help="final weights (model only, safetensors)")
@@ -152,9 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     model = GPT(config).to(device)
     get_batch = random_windows(train_ids, val_ids, config.block_size, args.batch_size, device)
+    preset = TrainConfig.for_device(device)  # bf16, TF32 and compile on CUDA; float32 eager elsewhere
     cfg = TrainConfig(max_steps=args.steps, lr=args.lr, min_lr=args.min_lr, warmup_steps=args.warmup,
                       eval_interval=args.eval_interval, eval_batches=args.eval_batches, seed=args.seed,
-                      device=device, dtype=args.dtype, compile=args.compile, progress=not args.no_progress,
+                      device=device, dtype=args.dtype or preset.dtype, tf32=preset.tf32,
+                      compile=preset.compile if args.compile is None else args.compile, progress=not args.no_progress,
                       checkpoint_path=args.ckpt, checkpoint_interval=args.ckpt_interval,
                       stop_after=args.stop_after, max_seconds=args.max_seconds)
     argv_used = sys.argv[1:] if argv is None else list(argv)
