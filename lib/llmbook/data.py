@@ -31,11 +31,12 @@ import importlib.util
 import os
 import random
 import re
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from .atomic import write_atomic
 
 __all__ = [
     "TEXTS",
@@ -178,15 +179,8 @@ def _sha256(data: bytes) -> str:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    # the library's one atomic write: same file mode as every saved file, stale temps removed
+    write_atomic(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
 def _cached(name: str, build: Callable[[], str]) -> str:
