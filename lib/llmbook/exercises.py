@@ -298,6 +298,21 @@ def _tgen(rng: random.Random) -> torch.Generator:
     return torch.Generator().manual_seed(rng.randrange(2**62))
 
 
+class _seeded:
+    """Seed torch's global generator for building a fresh model, restoring the reader's state after."""
+
+    def __init__(self, rng: random.Random):
+        self.seed = rng.randrange(2**31)
+
+    def __enter__(self):
+        self._fork = torch.random.fork_rng(devices=[])
+        self._fork.__enter__()
+        torch.manual_seed(self.seed)
+
+    def __exit__(self, *exc):
+        return self._fork.__exit__(*exc)
+
+
 # ====================================================================== chapter 00
 ALPHA_EN = "abcdeht "
 
@@ -467,3 +482,276 @@ def _ex_01a_4(answer, rng, ctx):
     h = ("that is the count before any merge" if int(r["n_tokens"]) == n0 else
          "count the coloured spans for the text, level and merges you report")
     raise _Fail(f"{r['n_tokens']} tokens is {'too many' if int(r['n_tokens']) > exp else 'too few'}", h)
+
+
+# ====================================================================== chapter 01b
+@_register("01b.1", "A unigram likelihood as an exact fraction", "derive",
+           "def likelihood(pieces):\n    return NotImplemented  # a Fraction")
+def _ex_01b_1(answer, rng, ctx):
+    from .tokenizers.unigram import piece_probabilities, segmentation_likelihood
+    pool = ["b", "an", "a", "na", "ban", "n"]
+    cases = [([rng.choice(pool) for _ in range(rng.randint(1, 7))],) for _ in range(6)]
+    cases.insert(0, ([rng.choice(pool)] * 2 + [rng.choice(pool[3:])],))
+    def uniform(pieces):
+        return Fraction(1, len(set(pieces))) ** len(pieces)
+    def distinct_only(pieces):
+        p = piece_probabilities(pieces)
+        return math.prod(p[x] for x in set(pieces))
+    return _cases(answer, lambda s: segmentation_likelihood(s, piece_probabilities(s)), cases,
+                  wrong=[(uniform, "estimate p(piece) = count(piece) / number of pieces, not 1 / number of distinct pieces"),
+                         (distinct_only, "multiply one factor per piece of the segmentation, repeated pieces included")],
+                  show=lambda a: f"segmentation {'|'.join(a[0])}")
+
+
+@_register("01b.2", "WordPiece, longest match first", "complete",
+           "def wordpiece(word, vocab):\n    return NotImplemented  # list of pieces")
+def _ex_01b_2(answer, rng, ctx):
+    from .tokenizers.wordpiece import wordpiece_word
+    cases = []
+    for _ in range(12):
+        starts = {_rand_text(rng, "abc", rng.randint(1, 3)) for _ in range(4)}
+        conts = {"##" + _rand_text(rng, "abc", rng.randint(1, 3)) for _ in range(8)}
+        word = _rand_text(rng, "abc", rng.randint(1, 6)) + ("z" if rng.random() < 0.15 else "")
+        cases.append((word, starts | conts))
+    cases.insert(0, ("unbelievablez", {"un", "##believ", "##bel", "##iev", "##able", "##ably", "##y", "##a", "##b", "##l"}))
+    def partial_unk(word, vocab):
+        out, i = [], 0
+        while i < len(word):
+            for j in range(len(word), i, -1):
+                piece = word[i:j] if i == 0 else "##" + word[i:j]
+                if piece in vocab:
+                    out.append(piece); i = j; break
+            else:
+                out.append("[UNK]"); i += 1
+        return out
+    def shortest(word, vocab):
+        out, i = [], 0
+        while i < len(word):
+            for j in range(i + 1, len(word) + 1):
+                piece = word[i:j] if i == 0 else "##" + word[i:j]
+                if piece in vocab:
+                    out.append(piece); i = j; break
+            else:
+                return ["[UNK]"]
+        return out
+    return _cases(answer, wordpiece_word, cases,
+                  wrong=[(partial_unk, "when no piece matches, the whole word becomes ['[UNK]'], not just the rest"),
+                         (shortest, "take the longest piece in the vocabulary at each step, not the shortest")],
+                  hint="pieces after the first carry the '##' prefix",
+                  show=lambda a: f"word {a[0]!r} with a vocabulary of {len(a[1])} pieces")
+
+
+def _zh_words(rng: random.Random) -> dict[str, float]:
+    words = ["北京", "天气", "今天", "很好", "北京人", "京", "天", "气", "今", "很", "好", "北", "人", "的", "天气很好"]
+    return {w: math.log(rng.uniform(0.01, 0.3)) for w in words}
+
+
+@_register("01b.3", "The most likely segmentation of a Chinese sentence (中文分词)", "complete",
+           "def best_segmentation(text, log_probs):\n    return NotImplemented  # list of pieces")
+def _ex_01b_3(answer, rng, ctx):
+    from .tokenizers.unigram import viterbi
+    cases = []
+    for _ in range(8):
+        lp = _zh_words(rng)
+        text = "".join(rng.choice(["北京", "天气", "今天", "很好", "北京人", "的"]) for _ in range(rng.randint(1, 5)))
+        cases.append((text, lp))
+    def greedy(text, lp):
+        out, i = [], 0
+        while i < len(text):
+            j = max(j for j in range(i + 1, len(text) + 1) if text[i:j] in lp)
+            out.append(text[i:j]); i = j
+        return out
+    return _cases(answer, lambda t, lp: viterbi(t, lp)[0], cases,
+                  wrong=[(greedy, "that is greedy longest match; the unigram model maximises the sum of log-probabilities over all segmentations"),
+                         (lambda t, lp: list(t), "single characters are one candidate; compare every segmentation")],
+                  hint="dynamic programming: best[i] = max over j < i of best[j] + log p(text[j:i])",
+                  show=lambda a: f"text {a[0]!r}")
+
+
+@_register("01b.4", "Report a token count from the tokenizer comparison", "widget",
+           "answer = {'text': ..., 'tokenizer': ..., 'n_tokens': ...}")
+def _ex_01b_4(answer, rng, ctx):
+    r = _report(answer, ["text", "tokenizer", "n_tokens"])
+    toks = _need(ctx, "tokenizers")
+    if r["tokenizer"] not in toks:
+        raise _Fail(f"no tokenizer named {r['tokenizer']!r}", f"use one of the names the widget shows: {', '.join(toks)}")
+    exp = len(toks[r["tokenizer"]](r["text"]))
+    if int(r["n_tokens"]) == exp:
+        return _Result(f"{r['tokenizer']} cuts your text into {exp} tokens", (r,))
+    h = ("that is the number of characters, not of tokens" if int(r["n_tokens"]) == len(r["text"])
+         else "count the tokens of the row of that tokenizer, for exactly the text you report")
+    raise _Fail(f"{r['n_tokens']} is {'too many' if int(r['n_tokens']) > exp else 'too few'}", h)
+
+
+# ====================================================================== chapter 02
+@_register("02.1", "Parameters of a recurrent layer", "derive",
+           "def rnn_params(G, D, H):\n    return NotImplemented")
+def _ex_02_1(answer, rng, ctx):
+    from torch import nn
+    cls = {1: nn.RNN, 3: nn.GRU, 4: nn.LSTM}
+    def ref(G, D, H):
+        with torch.device("meta"):
+            return sum(p.numel() for p in cls[G](D, H).parameters())
+    cases = [(rng.choice([1, 3, 4]), rng.randint(1, 40), rng.randint(1, 40)) for _ in range(6)]
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda G, D, H: G * H * (D + H + 1), "PyTorch keeps two bias vectors per gate block (b_ih and b_hh)"),
+                         (lambda G, D, H: G * H * (D + H), "count the biases too"),
+                         (lambda G, D, H: H * (D + H + 2), "each of the G gate blocks has its own weights")],
+                  show=lambda a: f"G={a[0]}, D={a[1]}, H={a[2]}")
+
+
+@_register("02.2", "How far back can each model see?", "predict",
+           "answer = {'ff': ..., 'rnn': ..., 'lstm': ...}  # True: the last prediction changes")
+def _ex_02_2(answer, rng, ctx):
+    from .rnn import CharLM, CharLMConfig
+    if isinstance(answer, dict) and any(_is_placeholder(v) for v in answer.values()):
+        raise _NotAttempted()
+    T, back = rng.randint(24, 40), 20
+    x0 = torch.randint(0, 10, (1, T), generator=_tgen(rng))
+    x1 = x0.clone(); x1[0, -back] = (x1[0, -back] + 1) % 10
+    measured = {}
+    with torch.no_grad(), _seeded(rng):
+        for kind in ("ff", "rnn", "lstm"):
+            m = CharLM(CharLMConfig(10, kind=kind, d_embed=4, d_hidden=8, n_context=8)).eval()
+            measured[kind] = bool((m(x1)[0, -1] - m(x0)[0, -1]).abs().max() > 0)
+    return _prediction(answer, measured, (x0,), what="fresh untrained models (the property is in the equations, not the training)",
+                       wrong=[({"ff": True, "rnn": True, "lstm": True}, "the feed-forward model sees only its window of 8 characters"),
+                              ({"ff": False, "rnn": False, "lstm": False}, "a recurrent state carries every earlier character forward")],
+                       hint="ask which models' last output is a function of character T-20")
+
+
+@_register("02.3", "Why a bidirectional model cannot generate", "predict",
+           "answer = {'forward_half': ..., 'backward_half': ...}  # True: position 0 changes")
+def _ex_02_3(answer, rng, ctx):
+    from .rnn import BidirectionalSequenceRNN
+    if isinstance(answer, dict) and any(_is_placeholder(v) for v in answer.values()):
+        raise _NotAttempted()
+    H = rng.randint(3, 6)
+    with _seeded(rng):
+        bi = BidirectionalSequenceRNN(3, H, kind=rng.choice(["rnn", "gru", "lstm"]))
+    seq = torch.randn(1, rng.randint(4, 8), 3, generator=_tgen(rng))
+    seq2 = seq.clone(); seq2[0, -1] += 1.0
+    with torch.no_grad():
+        d = (bi(seq2) - bi(seq))[0, 0].abs()
+    measured = {"forward_half": bool(d[:H].max() > 0), "backward_half": bool(d[H:].max() > 0)}
+    return _prediction(answer, measured, (seq,), what="a fresh bidirectional RNN",
+                       wrong=[({"forward_half": True, "backward_half": True}, "the forward RNN at position 0 has read only x_0"),
+                              ({"forward_half": False, "backward_half": False}, "the backward RNN reaches position 0 last, after reading the whole sequence")],
+                       hint="follow each direction's recurrence to position 0")
+
+
+# ====================================================================== chapter 03
+def _rand_attention(rng: random.Random, T: int) -> torch.Tensor:
+    return torch.softmax(torch.randn(T, T, generator=_tgen(rng)) * 2, dim=-1)
+
+
+@_register("03.1", "Temperature of attention", "predict",
+           "answer = {'large_c': ..., 'small_c': ...}  # 'one-hot', 'uniform' or 'unchanged'")
+def _ex_03_1(answer, rng, ctx):
+    from .viz.attention import rescale_attention
+    if isinstance(answer, dict) and any(_is_placeholder(v) for v in answer.values()):
+        raise _NotAttempted()
+    T = rng.randint(4, 9)
+    a = _rand_attention(rng, T)
+    def kind(w):
+        if torch.allclose(w, torch.nn.functional.one_hot(a.argmax(-1), T).to(w.dtype), atol=1e-3):
+            return "one-hot"
+        if torch.allclose(w, torch.full_like(w, 1 / T), atol=1e-3):
+            return "uniform"
+        return "unchanged"
+    measured = {"large_c": kind(rescale_attention(a, 1000.0)), "small_c": kind(rescale_attention(a, 1e-4))}
+    return _prediction(answer, measured, (a,), what="fresh attention rows rescaled by c = 1000 and c = 1e-4",
+                       wrong=[({"large_c": "uniform", "small_c": "one-hot"}, "c multiplies the scores: a large c magnifies their differences"),
+                              ({"large_c": "unchanged", "small_c": "unchanged"}, "softmax is not invariant to scaling its input, only to shifting it")],
+                       hint="the answers are 'one-hot', 'uniform' or 'unchanged'")
+
+
+@_register("03.2", "Scaled dot-product attention", "complete",
+           "def attention(q, k, v):\n    return NotImplemented  # (B, T_q, d_v)")
+def _ex_03_2(answer, rng, ctx):
+    from .attention import scaled_dot_product_attention
+    cases = []
+    for _ in range(4):
+        g = _tgen(rng)
+        B, T, d = rng.randint(1, 3), rng.randint(3, 7), rng.randint(2, 9)
+        d = T if rng.random() < 0.5 else d  # square scores matrices let a transposed key still run
+        cases.append((torch.randn(B, T, d, generator=g), torch.randn(B, T, d, generator=g), torch.randn(B, T, rng.randint(2, 5), generator=g)))
+    def no_scale(q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1), -1) @ v
+    def scale_d(q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1], -1) @ v
+    def wrong_dim(q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -2) @ v
+    def untransposed(q, k, v):
+        return torch.softmax(q @ k / math.sqrt(q.shape[-1]), -1) @ v
+    return _cases(answer, lambda q, k, v: scaled_dot_product_attention(q, k, v), cases, rel=1e-5,
+                  wrong=[(no_scale, "divide the scores by sqrt(d_k) before the softmax"),
+                         (scale_d, "divide by sqrt(d_k), not by d_k"),
+                         (wrong_dim, "the softmax runs over the keys, the last dimension of the scores"),
+                         (untransposed, "scores are q @ k^T: transpose the last two dimensions of k")],
+                  show=lambda a: f"q {tuple(a[0].shape)}, k {tuple(a[1].shape)}, v {tuple(a[2].shape)}")
+
+
+@_register("03.3", "Memory of the attention weights", "derive",
+           "def attn_bytes(B, H, T, bytes_per=4):\n    return NotImplemented")
+def _ex_03_3(answer, rng, ctx):
+    def ref(B, H, T, bytes_per):
+        t = torch.empty(B, H, T, T, device="meta", dtype={2: torch.float16, 4: torch.float32, 8: torch.float64}[bytes_per])
+        return t.nelement() * t.element_size()
+    cases = [(rng.randint(1, 16), rng.randint(1, 16), rng.randint(2, 4096), rng.choice([2, 4, 8])) for _ in range(5)]
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda B, H, T, b: B * T * T * b, "every head stores its own T x T matrix"),
+                         (lambda B, H, T, b: B * H * T * b, "each of the T queries has a weight for each of the T keys"),
+                         (lambda B, H, T, b: B * H * T * T * b * 8, "count bytes, not bits")],
+                  show=lambda a: f"B={a[0]}, H={a[1]}, T={a[2]}, bytes_per={a[3]}")
+
+
+@_register("03.4", "No positions, no order", "predict",
+           "answer = ...  # 'equivariant', 'invariant' or 'neither'")
+def _ex_03_4(answer, rng, ctx):
+    from .attention import MultiHeadAttention
+    T = rng.randint(4, 9)
+    with _seeded(rng):
+        mha = MultiHeadAttention(8, 2).eval()
+    x = torch.randn(1, T, 8, generator=_tgen(rng))
+    perm = torch.randperm(T, generator=_tgen(rng))
+    while torch.equal(perm, torch.arange(T)):
+        perm = torch.randperm(T, generator=_tgen(rng))
+    with torch.no_grad():
+        y, yp = mha(x), mha(x[:, perm])
+    measured = ("equivariant" if torch.allclose(yp, y[:, perm], atol=1e-5) else
+                "invariant" if torch.allclose(yp, y, atol=1e-5) else "neither")
+    return _prediction(answer, measured, (perm,), what="a fresh MultiHeadAttention on a random permutation",
+                       wrong=[("invariant", "the outputs are permuted too: each output belongs to its own token"),
+                              ("neither", "nothing in attention knows a token's position")],
+                       hint="answer 'equivariant', 'invariant' or 'neither'")
+
+
+def _attention_widget(answer, rng, ctx):
+    r = _report(answer, ["layer", "head", "query", "key", "weight"])
+    att = _need(ctx, "attentions")
+    def weight(layer, head, query, key):
+        t = att[layer]
+        if isinstance(t, torch.Tensor) and t.dim() == 4:  # (B, H, T, T): the widget shows the first sequence
+            t = t[0]
+        return float(t[head][query][key])
+    try:
+        exp = weight(r["layer"], r["head"], r["query"], r["key"])
+    except (IndexError, KeyError, TypeError):
+        raise _Fail("the layer, head, query or key you report is outside the widget's range",
+                    "indices count from 0, as the widget's sliders do") from None
+    got = float(r["weight"])
+    if abs(got - exp) <= 0.01:
+        return _Result(f"query {r['query']} gives key {r['key']} weight {exp:.2f} in layer {r['layer']}, head {r['head']}", (r,))
+    try:
+        swapped = weight(r["layer"], r["head"], r["key"], r["query"])
+    except Exception:
+        swapped = None
+    h = ("you read the transposed cell: rows are queries, columns are keys" if swapped is not None and abs(got - swapped) <= 0.01
+         else "hover over the cell of that query row and key column, with the layer and head you report")
+    raise _Fail(f"the weight you report ({got:.2f}) is {'too high' if got > exp else 'too low'}", h)
+
+
+for _id in ("03.5", "07.6", "08a.5"):
+    _register(_id, "Report an attention weight from the attention explorer", "widget",
+              "answer = {'layer': ..., 'head': ..., 'query': ..., 'key': ..., 'weight': ...}")(_attention_widget)
