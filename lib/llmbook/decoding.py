@@ -200,9 +200,9 @@ def beam_search(model, prompt_ids: torch.Tensor, max_new_tokens: int, beam_width
     prompt = _check_prompt(prompt_ids)
     _check_int("max_new_tokens", max_new_tokens, 1)
     _check_int("beam_width", beam_width, 1)
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or not math.isfinite(
-            length_penalty):
-        raise ValueError(f"length_penalty must be a finite number (GNMT's alpha), got {length_penalty!r}")
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or not (
+            math.isfinite(length_penalty) and length_penalty >= 0):
+        raise ValueError(f"length_penalty must be a finite number >= 0 (GNMT's alpha), got {length_penalty!r}")
     alpha = float(length_penalty)
     fn = _logits_fn("model", model)
     device = _device_of(model, prompt.device)
@@ -228,17 +228,26 @@ def beam_search(model, prompt_ids: torch.Tensor, max_new_tokens: int, beam_width
         live = [i for i, e in enumerate(is_eos) if not e][:beam_width]
         for i, e in enumerate(is_eos):
             # An EOS candidate counts only if it ranks among the W best of this step.
-            if e and i < beam_width and len(finished) < beam_width:
+            if e and i < beam_width:
                 lp = float(top[i])
                 finished.append(BeamHypothesis(seqs[i, T0:], lp, lp / norm(step, alpha)))
-        if len(finished) >= beam_width or not live:
+        finished = sorted(finished, key=lambda h: -h.score)[:beam_width]  # the W best so far
+        if not live:
+            beams = beams[:0]
             break
         keep = torch.tensor(live, device=device)
         beams, scores = seqs[keep], top[keep]
-    n_new = beams.shape[1] - T0
-    if not finished or len(finished) < beam_width:
-        logps = scores.tolist()
-        finished += [BeamHypothesis(beams[i, T0:], lp, lp / norm(n_new, alpha)) for i, lp in enumerate(logps)]
+        if len(finished) == beam_width:
+            # Log-probabilities only fall as a beam grows, so no live beam can end above
+            # best_live / lp(max length): stop once that bound cannot beat the worst finished one.
+            bound = float(scores[0]) / norm(max_new_tokens, alpha)
+            if bound <= finished[-1].score:
+                break
+    if beams.shape[0] == scores.shape[0] and beams.shape[1] > T0:
+        # Live beams (cut at max_new_tokens) compete too; after an early stop they cannot win.
+        n_new = beams.shape[1] - T0
+        finished += [BeamHypothesis(beams[i, T0:], lp, lp / norm(n_new, alpha)) for i, lp in
+                     enumerate(scores.tolist())]
     return max(finished, key=lambda h: h.score)
 
 

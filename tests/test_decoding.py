@@ -1,0 +1,299 @@
+"""Decoding: beam search vs greedy, logit processors vs transformers, speculative decoding."""
+
+import math
+
+import pytest
+import torch
+from scipy import stats
+
+from llmbook.decoding import (
+    beam_search, greedy_decode, length_penalty, min_p_filter, repetition_penalty, speculative_generate,
+    truncated_draft,
+)
+from llmbook.gpt import GPT, GPTConfig
+from llmbook.llama import Llama, LlamaConfig, generate
+
+
+class Bigram:
+    """A hand-made "model": the next token's logits depend only on the last token (a table)."""
+
+    def __init__(self, logits: torch.Tensor):
+        self.table = logits  # (V, V): row = previous token
+
+    def __call__(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.table[ids]  # (B, T, V)
+
+
+def _random_llama(seed: int = 0, n_layer: int = 2) -> Llama:
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=40, d_model=32, n_layer=n_layer, n_head=4, n_kv_head=2, d_ff=64, max_seq_len=128)
+    m = Llama(cfg).eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.dim() > 1:
+                p.normal_(0.0, 0.3)  # spread the logits so that the argmax changes along a sequence
+    return m
+
+
+# ----------------------------------------------------------------------------- beam search
+
+
+def _trap_model() -> Bigram:
+    # From token 0 the greedy choice is token 1 (0.6 > 0.4), but after 1 every continuation
+    # is unlikely (0.25 each), while after 2 token 3 has probability 0.9.
+    probs = torch.full((5, 5), 0.01)
+    probs[0] = torch.tensor([0.0, 0.6, 0.4, 0.0, 0.0])
+    probs[1] = torch.tensor([0.25, 0.25, 0.25, 0.25, 0.0])
+    probs[2] = torch.tensor([0.025, 0.025, 0.025, 0.9, 0.025])
+    probs[3] = torch.tensor([0.2, 0.2, 0.2, 0.2, 0.2])
+    probs[4] = torch.tensor([0.2, 0.2, 0.2, 0.2, 0.2])
+    return Bigram(torch.log(probs + 1e-12))
+
+
+def _logprob(model: Bigram, prompt: list[int], new: list[int]) -> float:
+    seq = torch.tensor([prompt + new])
+    logp = torch.log_softmax(model(seq)[0, :-1].double(), -1)
+    return float(sum(logp[len(prompt) - 1 + i, t] for i, t in enumerate(new)))
+
+
+def test_beam_search_beats_greedy_on_the_trap():
+    m = _trap_model()
+    greedy = greedy_decode(m, torch.tensor([0]), 2).tolist()
+    beam = beam_search(m, torch.tensor([0]), 2, beam_width=2)
+    assert greedy == [1, 0]  # 0.6 * 0.25 = 0.15 (first of four ties)
+    assert beam.tokens.tolist() == [2, 3]  # 0.4 * 0.9 = 0.36
+    assert beam.logprob == pytest.approx(math.log(0.36), abs=1e-4)
+    assert _logprob(m, [0], beam.tokens.tolist()) > _logprob(m, [0], greedy) + 0.8  # log(0.36/0.15) = 0.88
+
+
+@pytest.mark.parametrize("model_kind", ["llama", "gpt", "bigram"])
+def test_beam_width_one_is_greedy(model_kind):
+    torch.manual_seed(1)
+    if model_kind == "llama":
+        m = _random_llama()
+        ref = generate(m, torch.tensor([[3, 7, 1]]), 10)[0]
+    elif model_kind == "gpt":
+        m = GPT(GPTConfig(vocab_size=30, block_size=32, n_layer=2, n_head=2, d_model=16, d_ff=32)).eval()
+        ref = m.generate(torch.tensor([[3, 7, 1]]), 10, temperature=0)[0, 3:]
+    else:
+        m = Bigram(torch.randn(30, 30) * 3)
+        ref = greedy_decode(m, torch.tensor([3, 7, 1]), 10)
+    hyp = beam_search(m, torch.tensor([3, 7, 1]), 10, beam_width=1)
+    assert torch.equal(hyp.tokens, ref)
+    # Beam search never finds a less probable sequence than greedy (without EOS, same length).
+    wide = beam_search(m, torch.tensor([3, 7, 1]), 10, beam_width=4)
+    assert wide.logprob >= hyp.logprob - 1e-5
+
+
+def test_length_penalty_prefers_longer_hypothesis():
+    # EOS (token 4) right away has probability 0.5; continuing with 1, 2 then EOS has 0.45 * 0.9 * 0.9 * 0.9.
+    probs = torch.full((5, 5), 1e-9)
+    probs[0] = torch.tensor([0.0, 0.45, 0.05, 0.0, 0.5])
+    probs[1] = torch.tensor([0.0, 0.0, 0.9, 0.05, 0.05])
+    probs[2] = torch.tensor([0.0, 0.0, 0.0, 0.9, 0.1])
+    probs[3] = torch.tensor([0.0, 0.0, 0.0, 0.1, 0.9])
+    probs[4] = torch.tensor([0.2, 0.2, 0.2, 0.2, 0.2])
+    m = Bigram(torch.log(probs + 1e-12))
+    short = beam_search(m, torch.tensor([0]), 6, beam_width=3, length_penalty=0.0, eos_id=4)
+    assert short.tokens.tolist() == [4]
+    lp = math.log(0.45 * 0.9 * 0.9 * 0.9)
+    assert lp / length_penalty(4, 2.0) > math.log(0.5) / length_penalty(1, 2.0)  # the closed form says: long wins
+    long = beam_search(m, torch.tensor([0]), 6, beam_width=3, length_penalty=2.0, eos_id=4)
+    assert long.tokens.tolist() == [1, 2, 3, 4]
+    assert long.score == pytest.approx(lp / length_penalty(4, 2.0), abs=1e-4)
+
+
+def test_beam_search_bad_inputs():
+    m = _trap_model()
+    with pytest.raises(ValueError, match="beam_width"):
+        beam_search(m, torch.tensor([0]), 2, beam_width=0)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        beam_search(m, torch.tensor([0]), 0, beam_width=2)
+    with pytest.raises(TypeError, match="prompt_ids"):
+        beam_search(m, [0], 2, beam_width=2)
+    with pytest.raises(ValueError, match="prompt_ids"):
+        beam_search(m, torch.zeros(2, 3, dtype=torch.long), 2, beam_width=2)
+    with pytest.raises(ValueError, match="length_penalty"):
+        beam_search(m, torch.tensor([0]), 2, beam_width=2, length_penalty=float("nan"))
+    with pytest.raises(ValueError, match="eos_id"):
+        beam_search(m, torch.tensor([0]), 2, beam_width=2, eos_id=99)
+    with pytest.raises(TypeError, match="model"):
+        beam_search(object(), torch.tensor([0]), 2, beam_width=2)
+    with pytest.raises(ValueError, match=r"\(B, T, V\)"):
+        beam_search(lambda ids: ids.float(), torch.tensor([0]), 2, beam_width=2)
+
+
+# ----------------------------------------------------------------------------- logit processors
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("penalty", [0.7, 1.0, 1.3, 2.5])
+def test_repetition_penalty_matches_transformers(seed, penalty):
+    from transformers import RepetitionPenaltyLogitsProcessor
+
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(3, 50, generator=g) * 4
+    prev = torch.randint(0, 50, (3, 12), generator=g)
+    ref = RepetitionPenaltyLogitsProcessor(penalty)(prev, logits.clone())
+    ours = repetition_penalty(logits, prev, penalty)
+    assert torch.equal(ours, ref)
+    assert torch.equal(logits, logits.clone())  # input untouched
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("p", [0.0, 0.05, 0.1, 0.3, 0.9, 1.0])
+def test_min_p_matches_transformers(seed, p):
+    from transformers import MinPLogitsWarper
+
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(4, 64, generator=g) * 3
+    if p == 0.0:
+        ours = min_p_filter(logits, p)
+        assert torch.equal(ours, logits)
+        return
+    ref = MinPLogitsWarper(min_p=p)(torch.zeros(4, 1, dtype=torch.long), logits.clone())
+    ours = min_p_filter(logits, p)
+    assert torch.equal(torch.isfinite(ours), torch.isfinite(ref))
+    assert torch.equal(ours[torch.isfinite(ours)], ref[torch.isfinite(ref)])
+    assert torch.isfinite(ours).sum(-1).min() >= 1
+
+
+def test_processors_bad_inputs():
+    logits = torch.randn(2, 5)
+    with pytest.raises(ValueError, match="penalty"):
+        repetition_penalty(logits, torch.zeros(2, 1, dtype=torch.long), 0.0)
+    with pytest.raises(ValueError, match="previous_ids"):
+        repetition_penalty(logits, torch.zeros(3, 1, dtype=torch.long), 1.2)
+    with pytest.raises(TypeError, match="previous_ids"):
+        repetition_penalty(logits, torch.zeros(2, 1), 1.2)
+    with pytest.raises(TypeError, match="logits"):
+        repetition_penalty(torch.zeros(2, 5, dtype=torch.long), torch.zeros(2, 1, dtype=torch.long), 1.2)
+    with pytest.raises(ValueError, match="p must"):
+        min_p_filter(logits, 1.5)
+    with pytest.raises(TypeError, match="logits"):
+        min_p_filter([1.0, 2.0], 0.1)
+
+
+# ----------------------------------------------------------------------------- speculative decoding
+
+
+def test_speculative_greedy_equals_target_greedy_llama():
+    target = _random_llama(0, n_layer=3)
+    ids = torch.tensor([[5, 9, 2, 17]])
+    ref = generate(target, ids, 30)[0]
+    for draft in (truncated_draft(target, 1), _random_llama(7, n_layer=1), target):
+        for k in (1, 3, 5):
+            out = speculative_generate(target, draft, ids, 30, k=k, temperature=0)
+            assert torch.equal(out.tokens, ref), (k, draft.__class__.__name__)
+            assert 0 <= out.accepted <= out.proposed
+    same = speculative_generate(target, target, ids, 30, k=4, temperature=0)
+    assert same.acceptance_rate == 1.0 and same.target_calls == 6  # 5 tokens per round
+
+
+def test_speculative_greedy_equals_target_greedy_callables():
+    g = torch.Generator().manual_seed(3)
+    target, draft = Bigram(torch.randn(20, 20, generator=g) * 2), Bigram(torch.randn(20, 20, generator=g) * 2)
+    ref = greedy_decode(target, torch.tensor([4]), 25)
+    out = speculative_generate(target, draft, torch.tensor([4]), 25, k=4, temperature=0)
+    assert torch.equal(out.tokens, ref)
+
+
+def _two_token_counts(target, draft, n: int, k: int, temperature: float, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    V = target.table.shape[0]
+    counts = torch.zeros(V * V)
+    for _ in range(n):
+        t = speculative_generate(target, draft, torch.tensor([0]), 2, k=k, temperature=temperature, generator=g)
+        counts[t.tokens[0] * V + t.tokens[1]] += 1
+    return counts
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_speculative_sampled_distribution_equals_target(k):
+    """Chi-square test of the first two tokens' joint law against the target's exact one.
+
+    Vocabulary of 3, draft far from the target (so rejections, residual draws and, with
+    k = 2, bonus tokens all occur). 4000 samples, fixed seed; the test fails when the
+    chi-square p-value is below 0.001 (for an exact sampler that happens once in 1000 seeds).
+    """
+    g = torch.Generator().manual_seed(11)
+    target = Bigram(torch.randn(3, 3, generator=g) * 1.5)
+    draft = Bigram(torch.randn(3, 3, generator=g) * 1.5)
+    T = 0.8
+    p = torch.softmax(target.table.double() / T, -1)
+    expected = (p[0][:, None] * p).reshape(-1)  # P(x1, x2) = p(x1 | 0) p(x2 | x1)
+    n = 4000
+    counts = _two_token_counts(target, draft, n, k, T, seed=k)
+    chi2, pval = stats.chisquare(counts.numpy(), (expected * n).numpy())
+    assert pval > 1e-3, (counts, expected * n, pval)
+    # The draft alone has a visibly different law: the same test rejects it.
+    q = torch.softmax(draft.table.double() / T, -1)
+    q_joint = (q[0][:, None] * q).reshape(-1)
+    assert stats.chisquare(counts.numpy(), (q_joint * n).numpy()).pvalue < 1e-6
+
+
+def test_speculative_acceptance_statistics():
+    target = _random_llama(0, n_layer=2)
+    out = speculative_generate(target, target, torch.tensor([[1, 2]]), 12, k=3, temperature=1.0,
+                               generator=torch.Generator().manual_seed(0))
+    assert out.accepted == out.proposed  # a draft equal to the target is always accepted (p / q = 1)
+    assert out.tokens.shape == (12,)
+
+
+def test_speculative_bad_inputs():
+    target = Bigram(torch.randn(6, 6))
+    with pytest.raises(ValueError, match="k must"):
+        speculative_generate(target, target, torch.tensor([0]), 4, k=0)
+    with pytest.raises(ValueError, match="k must"):
+        speculative_generate(target, target, torch.tensor([0]), 4, k=-2)
+    with pytest.raises(ValueError, match="vocabulary"):
+        speculative_generate(target, Bigram(torch.randn(6, 7)), torch.tensor([0]), 4, k=2)
+    with pytest.raises(ValueError, match="temperature"):
+        speculative_generate(target, target, torch.tensor([0]), 4, k=2, temperature=-1.0)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        speculative_generate(target, target, torch.tensor([0]), 0, k=2)
+    with pytest.raises(TypeError, match="generator"):
+        speculative_generate(target, target, torch.tensor([0]), 4, k=2, generator=0)
+
+
+# ----------------------------------------------------------------------------- truncated draft
+
+
+def test_truncated_draft_all_layers_is_the_model():
+    m = _random_llama(4, n_layer=3)
+    ids = torch.tensor([[1, 5, 9, 3, 3, 0]])
+    with torch.no_grad():
+        assert torch.equal(truncated_draft(m, 3)(ids), m(ids))
+        # The first layer alone: embed -> block 0 -> norm -> head, computed by hand.
+        x = m.embed_tokens(ids)
+        cos, sin = m._rope_slice(0, ids.shape[1], x)
+        by_hand = m.lm_head(m.norm(m.layers[0](x, cos, sin)))
+        torch.testing.assert_close(truncated_draft(m, 1)(ids), by_hand, rtol=0, atol=0)
+    d = truncated_draft(m, 2)
+    assert d.config.n_layer == 2 and m.config.n_layer == 3
+    assert d.lm_head.weight is m.lm_head.weight  # shared, not copied
+    assert sum(p.numel() for p in d.parameters()) < m.num_parameters()
+
+
+def test_truncated_draft_with_cache_matches_without():
+    from llmbook.llama import KVCache
+
+    m = _random_llama(5, n_layer=3)
+    d = truncated_draft(m, 2)
+    ids = torch.tensor([[1, 5, 9, 3, 3, 0]])
+    cache = KVCache(d.config, 1, 16)
+    with torch.no_grad():
+        full = d(ids)
+        a = d(ids[:, :4], cache=cache)
+        b = d(ids[:, 4:], cache=cache)
+    torch.testing.assert_close(torch.cat([a, b], 1), full, rtol=1e-5, atol=1e-5)
+
+
+def test_truncated_draft_bad_inputs():
+    m = _random_llama(0, n_layer=2)
+    with pytest.raises(ValueError, match="n_layers"):
+        truncated_draft(m, 3)
+    with pytest.raises(ValueError, match="n_layers"):
+        truncated_draft(m, 0)
+    with pytest.raises(TypeError, match="llama_model"):
+        truncated_draft(GPT(GPTConfig(vocab_size=10, block_size=8, n_layer=1, n_head=1, d_model=8, d_ff=16)), 1)
