@@ -755,3 +755,182 @@ def _attention_widget(answer, rng, ctx):
 for _id in ("03.5", "07.6", "08a.5"):
     _register(_id, "Report an attention weight from the attention explorer", "widget",
               "answer = {'layer': ..., 'head': ..., 'query': ..., 'key': ..., 'weight': ...}")(_attention_widget)
+
+
+# ====================================================================== chapter 04
+@_register("04.1", "Parameters of one encoder layer", "derive",
+           "def encoder_layer_params(d, d_ff):\n    return NotImplemented")
+def _ex_04_1(answer, rng, ctx):
+    from .transformer import EncoderLayer
+    def ref(d, d_ff):
+        with torch.device("meta"):
+            return sum(p.numel() for p in EncoderLayer(d, 1, d_ff).parameters())
+    cases = [(rng.randint(2, 1024), rng.randint(2, 4096)) for _ in range(5)]
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda d, f: 4 * d * d + 2 * d * f, "every Linear layer has a bias, and each LayerNorm a gain and a shift"),
+                         (lambda d, f: 4 * (d * d + d) + (d * f + f) + (f * d + d) + 2 * d, "each LayerNorm has 2 d parameters (gain a and shift b)"),
+                         (lambda d, f: 4 * (d * d + d) + (d * f + f) + (f * d + d), "count the two LayerNorms")],
+                  show=lambda a: f"d={a[0]}, d_ff={a[1]}")
+
+
+@_register("04.2", "LayerNorm of a negated, shifted input", "predict",
+           "answer = ...  # s in LN(alpha x + c) = s * LN(x) for alpha < 0")
+def _ex_04_2(answer, rng, ctx):
+    from .layers import LayerNorm
+    ln = LayerNorm(16, eps=0.0).double()
+    x = torch.randn(5, 16, dtype=torch.float64, generator=_tgen(rng))
+    alpha, c = -rng.uniform(0.1, 50), rng.uniform(-10, 10)
+    with torch.no_grad():
+        a, b = ln(alpha * x + c), ln(x)
+    measured = float((a * b).sum() / (b * b).sum())  # the s that best maps LN(x) to LN(alpha x + c)
+    measured = round(measured, 6)
+    return _prediction(answer, measured, ((alpha, c),), what=f"LayerNorm on fresh data with alpha = {alpha:.3g}",
+                       wrong=[(1, "the mean absorbs c and the standard deviation absorbs |alpha|, but the sign stays"),
+                              (alpha, "the standard deviation is positive whatever the sign of alpha")],
+                       hint="divide out the mean and the standard deviation of alpha x + c")
+
+
+@_register("04.3", "LayerNorm from scratch", "complete",
+           "def layer_norm(x, eps=1e-5):\n    return NotImplemented  # over the last dimension, no gain or shift")
+def _ex_04_3(answer, rng, ctx):
+    from .layers import LayerNorm
+    def ref(x, eps):
+        with torch.no_grad():
+            return LayerNorm(x.shape[-1], eps=eps).double()(x)
+    cases = [(torch.randn(rng.randint(1, 4), rng.randint(2, 6), rng.randint(2, 12), dtype=torch.float64, generator=_tgen(rng)) * 3 + 1,
+              rng.choice([1e-5, 0.1, 1.0])) for _ in range(4)]
+    def unbiased(x, eps):
+        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=True) + eps)
+    def over_batch(x, eps):
+        return (x - x.mean(0, keepdim=True)) / torch.sqrt(x.var(0, keepdim=True, unbiased=False) + eps)
+    def eps_outside(x, eps):
+        return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True, unbiased=False) + eps)
+    return _cases(answer, ref, cases, rel=1e-6,
+                  wrong=[(unbiased, "LayerNorm uses the biased variance (divide by D, not D - 1)"),
+                         (over_batch, "normalise each token over its features (the last dimension), not over the batch"),
+                         (eps_outside, "eps goes inside the square root: sqrt(var + eps)")],
+                  show=lambda a: f"x of shape {tuple(a[0].shape)}, eps={a[1]}")
+
+
+@_register("04.4", "The decoder must not see the future", "predict",
+           "answer = ...  # the positions (0..6) whose logits change when input token 4 changes")
+def _ex_04_4(answer, rng, ctx):
+    from .gpt import GPT, GPTConfig
+    with _seeded(rng):
+        m = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, d_model=8, d_ff=16)).eval()
+    a = torch.randint(0, 11, (1, 7), generator=_tgen(rng))
+    b = a.clone(); b[0, 4] = (b[0, 4] + 1) % 11
+    with torch.no_grad():
+        d = (m(a)[0] - m(b)[0]).abs().amax(-1)[0]
+    measured = [i for i in range(7) if float(d[i]) > 1e-6]
+    if not _is_placeholder(answer) and not isinstance(answer, (list, tuple, range)):
+        raise _Fail(f"expected a list of positions, got {type(answer).__name__}", "write e.g. [2, 3]")
+    return _prediction(list(answer) if isinstance(answer, (tuple, range)) else answer, measured, (a,),
+                       what="a fresh causal decoder",
+                       wrong=[([4], "position 5 and 6 attend to position 4 too"),
+                              ([5, 6], "position 4 sees its own input token"),
+                              (list(range(7)), "a causal mask hides later positions from earlier ones")],
+                       hint="position i attends to positions 0..i")
+
+
+@_register("04.5", "Report BatchNorm's change from the normalisation explorer", "widget",
+           "answer = {'batch_size': ..., 'padded_length': ..., 'seed': ..., 'bn_change': ...}")
+def _ex_04_5(answer, rng, ctx):
+    from .viz.norm import norm_stats
+    r = _report(answer, ["batch_size", "padded_length", "seed", "bn_change"])
+    s = norm_stats(int(r["batch_size"]), int(r["padded_length"]), int(r["seed"]))
+    got = float(r["bn_change"])
+    if abs(got - s["bn_change"]) <= 0.0015:
+        return _Result(f"BatchNorm moves x0 by up to {s['bn_change']:.3f} in that batch, LayerNorm by {s['ln_change']:.1g}", (r,))
+    h = ("that is LayerNorm's change; BatchNorm's is in the middle panel" if abs(got - s["ln_change"]) <= 0.0015
+         else "read the 'max change' in the BatchNorm panel's title for the settings you report")
+    raise _Fail(f"{got:.3f} is {'too high' if got > s['bn_change'] else 'too low'}", h)
+
+
+# ====================================================================== chapter 05
+@_register("05.1", "The length of a sinusoidal encoding", "derive",
+           "def pe_norm2(d):\n    return NotImplemented  # ||PE(pos)||^2 for an even d")
+def _ex_05_1(answer, rng, ctx):
+    from .positional import sinusoidal_encoding
+    cases = [(2 * rng.randint(1, 256), rng.randint(0, 5000)) for _ in range(5)]
+    return _cases(lambda d, pos: _call(answer, d) if not _is_placeholder(answer) else NotImplemented,
+                  lambda d, pos: round(float((sinusoidal_encoding(pos + 1, d).double()[pos] ** 2).sum()), 3), cases,
+                  rel=1e-4, wrong=[(lambda d, p: d, "only half the entries are sines; sin^2 + cos^2 = 1 per pair"),
+                                   (lambda d, p: 1, "each of the d/2 (sin, cos) pairs contributes 1"),
+                                   (lambda d, p: math.sqrt(d / 2), "the exercise asks for the squared norm")],
+                  show=lambda a: f"d={a[0]} (checked at position {a[1]})") if callable(answer) or _is_placeholder(answer) \
+        else _cases(answer, None, ())
+
+
+@_register("05.2", "Sinusoidal encodings from scratch", "complete",
+           "def sinusoidal(n_positions, d_model, base=10000.0):\n    return NotImplemented  # (n_positions, d_model)")
+def _ex_05_2(answer, rng, ctx):
+    from .positional import sinusoidal_encoding
+    cases = [(rng.randint(1, 60), 2 * rng.randint(1, 16), rng.choice([100.0, 10000.0])) for _ in range(4)]
+    def halves(n, d, base):
+        pe = sinusoidal_encoding(n, d, base)
+        return torch.cat([pe[:, 0::2], pe[:, 1::2]], dim=1)
+    def no_two(n, d, base):
+        pos = torch.arange(n, dtype=torch.float64)[:, None]
+        ang = pos * base ** (-torch.arange(0, d // 2, dtype=torch.float64) / d)
+        pe = torch.empty(n, d, dtype=torch.float64); pe[:, 0::2] = torch.sin(ang); pe[:, 1::2] = torch.cos(ang)
+        return pe.float()
+    return _cases(answer, sinusoidal_encoding, cases, rel=1e-5,
+                  wrong=[(halves, "interleave: even dimensions hold sines, odd dimensions cosines"),
+                         (no_two, "the exponent is 2i / d for the pair i, not i / d")],
+                  hint="PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(pos / base^(2i/d))",
+                  show=lambda a: f"n_positions={a[0]}, d_model={a[1]}, base={a[2]:g}")
+
+
+@_register("05.3", "How many RoPE planes complete a turn?", "derive",
+           "def planes_that_turn(head_dim, base, T):\n    return NotImplemented")
+def _ex_05_3(answer, rng, ctx):
+    from .positional import rope_inv_freq
+    def ref(hd, base, T):
+        return int((T * rope_inv_freq(hd, base).double() >= 2 * math.pi).sum())
+    cases = [(64, 10000.0, 2048), (64, 100000.0, 2048)]
+    cases += [(2 * rng.randint(2, 64), rng.choice([500.0, 10000.0, 1e5, 1e6]), rng.randint(10, 20000)) for _ in range(4)]
+    rng.shuffle(cases)
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda hd, b, T: int((T * rope_inv_freq(hd, b).double() >= 1).sum()), "a full turn is 2 pi radians, not 1"),
+                         (lambda hd, b, T: int((T * b ** (-torch.arange(hd // 2, dtype=torch.float64) / hd) >= 2 * math.pi).sum()),
+                          "plane i turns by base^(-2i/head_dim) per position")],
+                  show=lambda a: f"head_dim={a[0]}, base={a[1]:g}, T={a[2]}")
+
+
+@_register("05.4", "Does RoPE see only the offset?", "predict",
+           "answer = ...  # True if q_m . k_n depends on m and n only through m - n")
+def _ex_05_4(answer, rng, ctx):
+    from .positional import apply_rope, rope_cache
+    hd, shift = 2 * rng.randint(2, 16), rng.randint(1, 50)
+    g = _tgen(rng)
+    q, k = torch.randn(hd, dtype=torch.float64, generator=g), torch.randn(hd, dtype=torch.float64, generator=g)
+    m, n = rng.randint(0, 40), rng.randint(0, 40)
+    cos, sin = rope_cache(100, hd, dtype=torch.float64)
+    def score(i, j):
+        rq = apply_rope(q.expand(1, 1, 100, hd), cos, sin)[0, 0]  # (T, hd): q placed at every position
+        rk = apply_rope(k.expand(1, 1, 100, hd), cos, sin)[0, 0]
+        return float(rq[i] @ rk[j])
+    measured = math.isclose(score(m, n), score(m + shift, n + shift), rel_tol=1e-9, abs_tol=1e-9)
+    return _prediction(answer, measured, ((m, n, shift),), what=f"fresh q, k at positions ({m}, {n}) and both shifted by {shift}",
+                       wrong=[(False, "rotating both vectors by the same extra angle leaves their dot product unchanged")],
+                       hint="answer True or False")
+
+
+@_register("05.5", "Report a value from the positional-encoding explorer", "widget",
+           "answer = {'d_model': ..., 'base': ..., 'position': ..., 'dim': ..., 'value': ...}")
+def _ex_05_5(answer, rng, ctx):
+    from .positional import sinusoidal_encoding
+    r = _report(answer, ["d_model", "base", "position", "dim", "value"])
+    d, pos, dim = int(r["d_model"]), int(r["position"]), int(r["dim"])
+    if not 0 <= dim < d or pos < 0:
+        raise _Fail(f"dimension {dim} or position {pos} is outside the table", "dimensions count from 0 to d_model - 1")
+    pe = sinusoidal_encoding(pos + 2, d, float(r["base"]))
+    exp, got = float(pe[pos, dim]), float(r["value"])
+    if abs(got - exp) <= 0.02:
+        return _Result(f"PE[{pos}, {dim}] = {exp:.3f} for d_model={d}, base={float(r['base']):g}", (r,))
+    h = ("that is the neighbouring dimension (the sine and cosine of one pair): dimensions count from 0"
+         if abs(got - float(pe[pos, dim ^ 1])) <= 0.02 else
+         "that is the next position: positions count from 0" if abs(got - float(pe[pos + 1, dim])) <= 0.02 else
+         "read the wave of that dimension at that position, with the d_model and base you report")
+    raise _Fail(f"{got:.3f} is {'too high' if got > exp else 'too low'}", h)
