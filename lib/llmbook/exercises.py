@@ -935,3 +935,184 @@ def _ex_05_5(answer, rng, ctx):
          "that is the next position: positions count from 0" if abs(got - float(pe[pos + 1, dim])) <= 0.02 else
          "read the wave of that dimension at that position, with the d_model and base you report")
     raise _Fail(f"{got:.3f} is {'too high' if got > exp else 'too low'}", h)
+
+
+# ====================================================================== chapter 06
+def _gpt_cfg(V, n_ctx, L, d):
+    from .gpt import GPTConfig
+    return GPTConfig(vocab_size=V, block_size=n_ctx, n_layer=L, n_head=1, d_model=d, d_ff=4 * d)
+
+
+@_register("06.1", "GPT parameters from the formula", "derive",
+           "def gpt_params(V, n_ctx, L, d):\n    return NotImplemented")
+def _ex_06_1(answer, rng, ctx):
+    from .flops import param_count
+    cases = [(rng.randint(50, 60000), rng.choice([64, 256, 1024, 2048]), rng.randint(1, 48), 64 * rng.randint(1, 40)) for _ in range(5)]
+    return _cases(answer, lambda V, n, L, d: param_count(_gpt_cfg(V, n, L, d)), cases,
+                  wrong=[(lambda V, n, L, d: V * d + n * d + L * (12 * d * d + 13 * d), "GPT-2 adds a final LayerNorm (2 d parameters)"),
+                         (lambda V, n, L, d: V * d + L * (12 * d * d + 13 * d) + 2 * d, "count the learned position embeddings (n_ctx x d)"),
+                         (lambda V, n, L, d: 2 * V * d + n * d + L * (12 * d * d + 13 * d) + 2 * d, "the output layer shares the token embedding matrix"),
+                         (lambda V, n, L, d: V * d + n * d + L * 12 * d * d + 2 * d, "biases and LayerNorms add 13 d per layer")],
+                  show=lambda a: f"V={a[0]}, n_ctx={a[1]}, L={a[2]}, d={a[3]}")
+
+
+@_register("06.2", "Tokens for a compute budget", "derive",
+           "def tokens_for_budget(C, N):\n    return NotImplemented")
+def _ex_06_2(answer, rng, ctx):
+    from .scaling import training_compute
+    cases = [(10 ** rng.uniform(18, 25), 10 ** rng.uniform(6, 12)) for _ in range(5)]
+    return _cases(answer, lambda C, N: C / training_compute(N, 1.0), cases,
+                  wrong=[(lambda C, N: C / (2 * N), "2N FLOPs per token is the forward pass only; training adds a backward pass of 4N"),
+                         (lambda C, N: C / N, "training costs about 6 N FLOPs per token"),
+                         (lambda C, N: 6 * N * C, "solve C = 6 N D for D")],
+                  show=lambda a: f"C={a[0]:.3g}, N={a[1]:.3g}")
+
+
+@_register("06.3", "Which tokens does top-p keep?", "complete",
+           "def top_p_keep(probs, p):\n    return NotImplemented  # a bool tensor like probs")
+def _ex_06_3(answer, rng, ctx):
+    from .sampling import kept_mask
+    cases = []
+    for _ in range(6):
+        x = torch.rand(rng.randint(3, 10), generator=_tgen(rng)) ** 3 + 1e-3
+        cases.append((x / x.sum(), round(rng.uniform(0.2, 0.95), 2)))
+    cases.insert(0, (torch.tensor([0.05, 0.5, 0.1, 0.2, 0.15]), 0.8))
+    def strict(probs, p):
+        s, i = probs.sort(descending=True)
+        keep = torch.zeros_like(probs, dtype=torch.bool)
+        keep[i[s.cumsum(0) <= p]] = True
+        keep[i[0]] = True
+        return keep
+    def sorted_order(probs, p):
+        s, _ = probs.sort(descending=True)
+        return (s.cumsum(0) - s) < p
+    return _cases(answer, lambda probs, p: kept_mask(probs.log(), top_p=p), cases,
+                  wrong=[(strict, "keep the token that makes the cumulative probability reach p, too"),
+                         (sorted_order, "return the mask in the original order of the tokens, not sorted")],
+                  hint="sort by probability, keep the smallest prefix whose total reaches p",
+                  show=lambda a: f"probs {[round(v, 3) for v in a[0].tolist()]}, p={a[1]}")
+
+
+@_register("06.4", "The smallest frequency the arithmetic coder uses", "predict",
+           "answer = ...  # the smallest integer frequency quantize_probs gives any character")
+def _ex_06_4(answer, rng, ctx):
+    from .compression import quantize_probs
+    p = [rng.random() for _ in range(rng.randint(3, 40))]
+    for i in rng.sample(range(len(p)), 2):
+        p[i] = 0.0  # characters the model calls impossible
+    measured = int(quantize_probs(p).min())
+    return _prediction(answer, measured, (p,), what="quantize_probs on a fresh distribution with zeros",
+                       wrong=[(0, "a character of frequency 0 could never be encoded, so unlikely text would not round-trip")],
+                       hint="the coder needs an interval of positive width for every character")
+
+
+@_register("06.5", "Report the number of kept tokens from the sampling explorer", "widget",
+           "answer = {'prompt': ..., 'temperature': ..., 'top_k': ..., 'top_p': ..., 'n_kept': ...}")
+def _ex_06_5(answer, rng, ctx):
+    from .sampling import kept_mask
+    r = _report(answer, ["prompt", "temperature", "top_k", "top_p", "n_kept"])
+    model, vocab = _need(ctx, "model"), _need(ctx, "vocab")
+    k = None if r["top_k"] in (0, None) else int(r["top_k"])
+    p = None if r["top_p"] is None or float(r["top_p"]) >= 1.0 else float(r["top_p"])
+    ids = torch.tensor([vocab.encode(r["prompt"])], device=next(model.parameters()).device)
+    with torch.no_grad():
+        logits = model(ids)[0][0, -1].float().cpu()
+    exp = int(kept_mask(logits, float(r["temperature"]), k, p).sum())
+    if int(r["n_kept"]) == exp:
+        return _Result(f"{exp} tokens stay in the running with these settings", (r,))
+    h = ("that is the count without the top-p filter" if p is not None and int(r["n_kept"]) == int(kept_mask(logits, float(r["temperature"]), k, None).sum())
+         else "count the coloured (kept) bars for exactly the settings you report")
+    raise _Fail(f"{r['n_kept']} is {'too many' if int(r['n_kept']) > exp else 'too few'}", h)
+
+
+# ====================================================================== chapter 07
+@_register("07.1", "How many tokens does BERT replace by a random one?", "derive",
+           "def random_fraction(mlm_probability, random_share):\n    return NotImplemented")
+def _ex_07_1(answer, rng, ctx):
+    # the exact expectation; tests/test_exercises.py checks it against mask_tokens' measured rate
+    cases = [(round(rng.uniform(0.05, 0.4), 3), round(rng.uniform(0.05, 0.5), 3)) for _ in range(4)]
+    return _cases(answer, lambda p, r: p * r, cases,
+                  wrong=[(lambda p, r: r, "only the chosen mlm_probability of the tokens can be replaced at all"),
+                         (lambda p, r: p * 0.8, "80 % of the chosen tokens become [MASK]; the random share is the other number"),
+                         (lambda p, r: p, "that is every chosen token, [MASK] and unchanged ones included")],
+                  show=lambda a: f"mlm_probability={a[0]}, random_share={a[1]}")
+
+
+@_register("07.2", "Parameters of a BERT", "derive",
+           "def bert_params(V, D, L, F, P):\n    return NotImplemented  # with 2 segments and the pooler")
+def _ex_07_2(answer, rng, ctx):
+    from .bert import Bert, BertConfig
+    def ref(V, D, L, F, P):
+        with torch.device("meta"):
+            return Bert(BertConfig(vocab_size=V, hidden_size=D, n_layers=L, n_heads=1, intermediate_size=F, max_position=P)).num_parameters()
+    cases = [(rng.randint(100, 40000), 32 * rng.randint(1, 24), rng.randint(1, 12), 64 * rng.randint(1, 48), rng.choice([128, 512])) for _ in range(4)]
+    def layer(D, F):
+        return 4 * (D * D + D) + (D * F + F) + (F * D + D) + 4 * D
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda V, D, L, F, P: (V + P + 2) * D + 2 * D + L * layer(D, F), "count the pooler (a D x D layer with a bias on [CLS])"),
+                         (lambda V, D, L, F, P: (V + P) * D + 2 * D + L * layer(D, F) + D * D + D, "count the two segment embeddings (2 x D)"),
+                         (lambda V, D, L, F, P: (V + P + 2) * D + L * layer(D, F) + D * D + D, "the embeddings have their own LayerNorm (2 D)")],
+                  show=lambda a: f"V={a[0]}, D={a[1]}, L={a[2]}, F={a[3]}, P={a[4]}")
+
+
+def _zh_sentence(rng: random.Random) -> str:
+    return "".join(rng.choice(["北京", "的", "秋天", "是", "最美", "季节", "我", "爱", "天气", "很好", "，"]) for _ in range(rng.randint(3, 9)))
+
+
+@_register("07.3", "What can a masked Chinese character see? (遮盖的字能看到什么)", "complete",
+           "def n_visible(sentence, masked, model):\n    return NotImplemented  # model is 'gpt' or 'bert'")
+def _ex_07_3(answer, rng, ctx):
+    from .gpt import causal_mask
+    def ref(sentence, masked, model):
+        T = len(sentence)  # one token per Chinese character
+        mask = causal_mask(T, T) if model == "gpt" else torch.ones(T, T, dtype=torch.bool)
+        return int(mask[masked].sum())
+    cases = []
+    for _ in range(6):
+        s = _zh_sentence(rng)
+        cases.append((s, rng.randrange(len(s)), rng.choice(["gpt", "bert"])))
+    cases[0] = (cases[0][0], cases[0][1], "gpt")
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda s, m, k: m if k == "gpt" else len(s), "a position also sees itself: count positions 0..masked"),
+                         (lambda s, m, k: m + 1 if k == "gpt" else len(s) - 1, "BERT's masked position attends to every position, its own included"),
+                         (lambda s, m, k: len(s.encode("utf-8")) if k == "bert" else m + 1, "one token per character, not per UTF-8 byte")],
+                  show=lambda a: f"sentence {a[0]!r}, masked position {a[1]}, model {a[2]!r}")
+
+
+def _tiny_bert(rng: random.Random, P: int = 512):
+    from .bert import Bert, BertConfig
+    with _seeded(rng):
+        return Bert(BertConfig(vocab_size=50, hidden_size=8, n_layers=1, n_heads=2, intermediate_size=16, max_position=P,
+                               dropout=0.0, attention_dropout=0.0)).eval()
+
+
+@_register("07.4", "Inputs longer than the position table", "predict",
+           "answer = ...  # the output length for 600 tokens with truncate=True (512 positions)")
+def _ex_07_4(answer, rng, ctx):
+    bert = _tiny_bert(rng)
+    ids = torch.randint(1, 50, (1, 600), generator=_tgen(rng))
+    with torch.no_grad():
+        measured = int(bert(ids, truncate=True).last_hidden_state.shape[1])
+    return _prediction(answer, measured, (ids,), what="a fresh BERT with 512 positions",
+                       wrong=[(600, "there is no position vector for token 513 and later: they are cut off"),
+                              (510, "truncation keeps the first 512 tokens, whatever they are")],
+                       hint="how many rows does the position table have?")
+
+
+@_register("07.5", "A segment id of 2", "predict",
+           "answer = ...  # the name of the exception the book's Bert raises")
+def _ex_07_5(answer, rng, ctx):
+    bert = _tiny_bert(rng, 64)
+    T = rng.randint(3, 20)
+    ids = torch.randint(1, 50, (1, T), generator=_tgen(rng))
+    try:
+        bert(ids, torch.full((1, T), 2))
+        measured = "no error"
+    except Exception as e:
+        measured = type(e).__name__
+    if isinstance(answer, str):
+        answer = answer.strip()
+    return _prediction(answer, measured.lower(), (ids,), what="a fresh BERT given segment ids of 2",
+                       wrong=[("indexerror", "the book's models validate their inputs and name the bad argument, before the embedding lookup fails"),
+                              ("no error", "there are only two segment embeddings, for 0 and 1")],
+                       hint="answer with an exception name such as 'TypeError', or 'no error'")
