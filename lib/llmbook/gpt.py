@@ -384,11 +384,16 @@ class GPT(nn.Module):
             raise ValueError(f"targets must be a tensor of shape {tuple(idx.shape)} (that of idx), "
                              f"got {tuple(getattr(targets, 'shape', ())) or type(targets).__name__}")
         check_on_device("targets", targets, idx.device)
-        check_index_range("targets", targets, self.config.vocab_size, ignore_index=-1)
-        if values_checkable(targets):
-            if not bool((targets != -1).any()):
+        if values_checkable(targets) and not targets.is_floating_point() and targets.numel():
+            lo, hi = (int(v) for v in torch.aminmax(targets))  # the training hot path: one pass
+            if lo >= 0 and hi < self.config.vocab_size:
+                return
+            check_index_range("targets", targets, self.config.vocab_size, ignore_index=-1)
+            if hi == -1:  # every value is -1 once the range holds
                 raise ValueError("targets: every position is -1 (ignored), so there is no loss to compute")
-        elif targets.device.type == "cuda" and not torch.compiler.is_compiling():
+            return
+        check_index_range("targets", targets, self.config.vocab_size, ignore_index=-1)
+        if targets.device.type == "cuda" and not torch.compiler.is_compiling():
             torch._assert_async((targets != -1).any(), "targets: every position is -1 (ignored)")
 
     def hidden_states(self, idx: torch.Tensor, kv_cache: KVCache | None = None,
