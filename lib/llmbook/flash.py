@@ -1,0 +1,185 @@
+r"""FlashAttention's trick: softmax in one pass, attention without the T x T matrix.
+
+Plain attention computes the scores ``S = q k^T`` (T x T), their softmax, then ``P v``:
+its memory grows as T^2 (64 MiB per head in float32 at T = 4096). FlashAttention (Dao et
+al. 2022, *FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness*)
+never holds S: it walks over the keys and values in blocks and keeps, per query row,
+three running quantities. The idea is the *online softmax* (Milakov & Gimelshein 2018,
+*Online normalizer calculation for softmax*).
+
+The recurrence. Softmax of ``x_1 .. x_n`` needs the maximum ``m`` (for stability) and the
+normaliser ``l = sum_j exp(x_j - m)``, which seems to take two passes. Keep instead the
+maximum and the normaliser *of the prefix seen so far*:
+
+    m_i = max(m_{i-1}, x_i)
+    l_i = l_{i-1} * exp(m_{i-1} - m_i) + exp(x_i - m_i)
+
+(``m_0 = -inf``, ``l_0 = 0``). When the maximum moves up, every term already summed was
+scaled by ``exp(-m_{i-1})`` and must now be scaled by ``exp(-m_i)``: multiplying the old
+sum by ``exp(m_{i-1} - m_i) <= 1`` rescales all of them at once. After the last element
+``l_n = sum_j exp(x_j - m_n)``, exactly the two-pass normaliser. Attention adds a third
+quantity, the unnormalised output ``o_i = o_{i-1} * exp(m_{i-1} - m_i) + exp(x_i - m_i) v_i``,
+rescaled the same way; the answer is ``o_n / l_n``. Processing a *block* of keys at a
+time is the same recurrence with ``max`` and ``sum`` taken over the block.
+
+* ``online_softmax(x)``: the recurrence on a vector, element by element (for reading).
+* ``tiled_attention(q, k, v, causal, block_size)``: the recurrence over key/value blocks;
+  memory O(T * block_size) instead of O(T^2). Autograd works through it (it stores each
+  block's intermediates; the real FlashAttention recomputes them in its backward pass
+  instead, which this version leaves out, as it leaves out tiling the queries and the
+  fused GPU kernel: here each block is a few PyTorch ops).
+* ``peak_memory_bytes(fn, *args)``: the peak of memory allocated while ``fn`` runs, on
+  the CPU, from the PyTorch profiler's allocation records.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from typing import Callable
+
+import torch
+
+from llmbook.attention import _check_qkv, _check_scale
+
+__all__ = ["online_softmax", "tiled_attention", "naive_attention", "peak_memory_bytes"]
+
+
+def online_softmax(x: torch.Tensor) -> torch.Tensor:
+    """Softmax of a 1-D tensor in one pass, with a running maximum and a running sum.
+
+    The loop is the recurrence of the module docstring; a second loop divides by the
+    final sum (FlashAttention folds that into the output instead).
+
+    >>> online_softmax(torch.tensor([1.0, 2.0, 3.0]))
+    tensor([0.0900, 0.2447, 0.6652])
+    >>> torch.allclose(online_softmax(torch.tensor([1000.0, 0.0])), torch.tensor([1.0, 0.0]))
+    True
+    """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point torch.Tensor, got "
+                        f"{x.dtype if isinstance(x, torch.Tensor) else type(x).__name__}")
+    if x.dim() != 1 or x.numel() == 0:
+        raise ValueError(f"x must be a non-empty 1-D tensor, got shape {tuple(x.shape)}")
+    m = torch.tensor(float("-inf"), dtype=x.dtype, device=x.device)  # running maximum
+    l = torch.zeros((), dtype=x.dtype, device=x.device)  # running sum of exp(x_j - m)
+    for xi in x:
+        m_new = torch.maximum(m, xi)
+        l = l * torch.exp(m - m_new) + torch.exp(xi - m_new)
+        m = m_new
+    return torch.exp(x - m) / l
+
+
+def _check_block(block_size: object) -> int:
+    if isinstance(block_size, bool) or not isinstance(block_size, int):
+        raise TypeError(f"block_size must be an int, got {type(block_size).__name__}")
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    return block_size
+
+
+def tiled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                    block_size: int = 128, scale: float | None = None) -> torch.Tensor:
+    """softmax(q k^T * scale) v computed over key/value blocks of ``block_size`` (one pass).
+
+    q (..., T, d), k (..., S, d), v (..., S, dv) -> (..., T, dv); the same result as
+    ``F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``. ``causal``
+    lets query i see keys 0..i (the top-left-aligned mask SDPA uses, also when T != S).
+    Per block the scores are (..., T, block_size): the T x S matrix never exists. Blocks
+    wholly in the future of every query are skipped.
+
+    >>> q, k, v = torch.randn(2, 5, 4), torch.randn(2, 7, 4), torch.randn(2, 7, 3)
+    >>> ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    >>> torch.allclose(tiled_attention(q, k, v, block_size=3), ref, atol=1e-6)
+    True
+    """
+    _check_qkv(q, k, v)
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    bs = _check_block(block_size)
+    scale = _check_scale(scale)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    T, S = q.shape[-2], k.shape[-2]
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    qs = q * scale  # (..., T, d)
+    m = q.new_full((*lead, T, 1), float("-inf"))  # running row maximum
+    l = q.new_zeros((*lead, T, 1))  # running sum of exp(score - m)
+    acc = q.new_zeros((*lead, T, v.shape[-1]))  # running unnormalised output
+    rows = torch.arange(T, device=q.device)[:, None]  # (T, 1) query positions
+    for j in range(0, S, bs):
+        if causal and j > T - 1:
+            break  # every key from here on lies in every query's future
+        kb, vb = k[..., j:j + bs, :], v[..., j:j + bs, :]  # (..., b, d), (..., b, dv)
+        s = qs @ kb.transpose(-2, -1)  # (..., T, b)
+        if causal:
+            cols = torch.arange(j, j + kb.shape[-2], device=q.device)[None, :]  # (1, b)
+            s = s.masked_fill(cols > rows, float("-inf"))
+        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., T, 1)
+        # A row with no visible key so far keeps m = -inf; use 0 there so exp() gives 0, not nan.
+        m_safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+        rescale = torch.exp(m - m_safe)  # exp(m_old - m_new) <= 1: re-weights what was summed
+        p = torch.exp(s - m_safe)  # (..., T, b)
+        l = l * rescale + p.sum(dim=-1, keepdim=True)
+        acc = acc * rescale + p @ vb  # (..., T, dv)
+        m = m_new
+    return acc / l
+
+
+def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                    scale: float | None = None) -> torch.Tensor:
+    """Attention that materialises the (..., T, S) scores and weights (the memory baseline).
+
+    This is ``llmbook.attention.scaled_dot_product_attention`` with a causal mask when asked.
+    """
+    from llmbook.attention import causal_mask, scaled_dot_product_attention
+
+    _check_qkv(q, k, v)
+    mask = None
+    if causal:
+        T, S = q.shape[-2], k.shape[-2]
+        mask = torch.ones(T, S, dtype=torch.bool, device=q.device).tril() if T != S else causal_mask(T, q.device)
+    return scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)
+
+
+def peak_memory_bytes(fn: Callable, *args, **kwargs) -> int:
+    """Peak bytes allocated on the CPU while ``fn(*args, **kwargs)`` runs, above what existed before.
+
+    How. PyTorch's CPU allocator has no peak counter (``torch.cuda.max_memory_allocated``
+    exists only for CUDA), but the profiler with ``profile_memory=True`` records every
+    allocation and free by PyTorch's CPU allocator, with its size, in time order. In
+    torch 2.x those records are complete only in the exported trace (``[memory]`` events,
+    ``Bytes`` positive for an allocation, negative for a free; the in-memory event list
+    attributes allocations to operators and keeps only the frees as events), so the trace
+    is written to a temporary file and read back. The peak is the maximum of the running
+    sum. Counted: every tensor PyTorch allocates on the CPU, including the result and
+    temporaries; not counted: the inputs (allocated before), memory outside PyTorch's
+    allocator (Python objects, BLAS workspaces), and GPU memory. Runs ``fn`` once; its
+    result is dropped.
+
+    >>> peak_memory_bytes(lambda n: torch.zeros(n, n) + 1, 256) // 1024  # two 256 x 256 float32: 512 KiB
+    512
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        out = fn(*args, **kwargs)
+        del out
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    finally:
+        os.remove(path)
+    mem = [e for e in events if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type", 0) == 0]
+    mem.sort(key=lambda e: e["ts"])
+    total = peak = 0
+    for e in mem:
+        total += int(e["args"]["Bytes"])
+        peak = max(peak, total)
+    return peak
