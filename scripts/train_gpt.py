@@ -4,8 +4,8 @@ The same model (``llmbook.gpt``) and loop (``llmbook.train``) the notebook uses.
 one CPU, one GPU, or several processes under torchrun with DistributedDataParallel:
 
     # the checkpoint chapter 6 loads (the command in data/README.md; minutes on one CPU thread)
-    OMP_NUM_THREADS=1 python scripts/train_gpt.py --preset baby --steps 2200 --lr 1.5e-3 --min-lr 1.5e-4 \\
-        --out data/checkpoints/ch06_baby_shakespeare.safetensors
+    OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node=4 scripts/train_gpt.py --preset baby --steps 1500 \\
+        --lr 1.5e-3 --min-lr 1.5e-4 --out data/checkpoints/ch06_baby_shakespeare.safetensors
 
     # GPT-2 small shapes on a GPU, bf16 autocast and torch.compile
     python scripts/train_gpt.py --preset gpt2_small --block-size 1024 --batch-size 16 \\
@@ -90,12 +90,17 @@ def window_loss(model: GPT, ids: torch.Tensor, length: int = EVAL_LEN, chunk: in
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    total = 0.0
-    for i in range(0, n, chunk):
+    distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
+    rank, world = (torch.distributed.get_rank(), torch.distributed.get_world_size()) if distributed else (0, 1)
+    total = torch.zeros((), dtype=torch.float64)
+    for i in range(rank * chunk, n, world * chunk):  # under torchrun each process takes every world-th chunk
         xb, yb = x[i : i + chunk].to(device), y[i : i + chunk].to(device)
         total += float(model(xb, yb)[1]) * yb.numel()
+    if distributed:
+        total = total.to(device)
+        torch.distributed.all_reduce(total)
     model.train(was_training)
-    return total / y.numel()
+    return float(total) / y.numel()
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -163,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
                       stop_after=args.stop_after, max_seconds=args.max_seconds)
     argv_used = sys.argv[1:] if argv is None else list(argv)
     threads = os.environ.get("OMP_NUM_THREADS")
-    command = (f"OMP_NUM_THREADS={threads} " if threads else "") + shlex.join(["python", "scripts/train_gpt.py", *argv_used])
+    world = int(os.environ.get("WORLD_SIZE", 1))
+    launcher = ["torchrun", "--standalone", f"--nproc_per_node={world}"] if distributed else ["python"]
+    command = (f"OMP_NUM_THREADS={threads} " if threads else "") + shlex.join([*launcher, "scripts/train_gpt.py", *argv_used])
     meta = {"gpt_config": asdict(config), "vocab": vocab.to_json(), "corpus": "shakespeare (llmbook.data)",
             "split": SPLIT, "command": command, "steps": args.steps, "seed": args.seed}
     def report(r) -> None:  # one line per evaluation, for logs
@@ -171,16 +178,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"step {e['step']}: train {e['train']:.4f} val {e['val']:.4f}", flush=True)
 
     result = train(model, get_batch, cfg, callback=report, resume=args.resume, meta=meta)
+    if args.out:  # every process scores its share of the windows
+        scores, length = {}, min(EVAL_LEN, config.block_size)
+        for name, ids in (("val", val_ids), ("test", test_ids)):  # test: reported once, decides nothing
+            loss = window_loss(getattr(model, "module", model), ids, length)
+            scores[f"{name}_loss"] = round(loss, 5)
+            scores[f"{name}_bits_per_char"] = round(loss / math.log(2), 5)
+        scores["eval"] = f"every non-overlapping {length}-character window of the split, each read from scratch"
     if rank == 0:
         if args.out:
             history = {"step": result.step, "evals": result.evals, "tokens": result.tokens, "seconds": result.seconds}
-            final = getattr(model, "module", model)
-            scores, length = {}, min(EVAL_LEN, config.block_size)
-            for name, ids in (("val", val_ids), ("test", test_ids)):  # test: reported once, decides nothing
-                loss = window_loss(final, ids, length)
-                scores[f"{name}_loss"] = round(loss, 5)
-                scores[f"{name}_bits_per_char"] = round(loss / math.log(2), 5)
-            scores["eval"] = f"every non-overlapping {length}-character window of the split, each read from scratch"
             print(f"final: val {scores['val_loss']:.4f} nats/char ({scores['val_bits_per_char']:.3f} bits), "
                   f"test {scores['test_loss']:.4f} ({scores['test_bits_per_char']:.3f} bits)", flush=True)
             save_checkpoint(args.out, model, meta={**meta, "history": history, "train_config": asdict(cfg), **scores})
