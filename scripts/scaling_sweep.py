@@ -136,7 +136,7 @@ def run_sweep(sizes: list[tuple[int, int]], steps: int, batch_size: int = 32, bl
             model = GPT(config).to(device)
             # bf16 and TF32 on CUDA; no compile: many short runs would spend their time compiling.
             cfg = TrainConfig.for_device(device, compile=False, max_steps=steps, lr=run_lr, min_lr=run_lr / 10, warmup_steps=max(1, steps // 20),
-                              eval_interval=steps, eval_batches=eval_batches, seed=seed, device=str(device),
+                              eval_interval=steps, eval_batches=eval_batches, seed=seed,  # device: the model's
                               progress=progress)
             result = train(model, get_batch, cfg)
             last = result.evals[-1]

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             seed_everything(seed)
             model = build(name, config, args.aux_loss_weight).to(device)
             cfg = TrainConfig.for_device(device, max_steps=args.steps, lr=args.lr, min_lr=args.min_lr, warmup_steps=args.warmup,
-                              eval_interval=args.eval_interval, eval_batches=20, seed=seed, device=str(device),
+                              eval_interval=args.eval_interval, eval_batches=20, seed=seed,  # device: the model's
                               progress=False)
             t0 = time.perf_counter()
             run = train(model, get_batch, cfg, callback=lambda r: print(name, seed, r.evals[-1], flush=True))
