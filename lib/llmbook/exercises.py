@@ -1116,3 +1116,269 @@ def _ex_07_5(answer, rng, ctx):
                        wrong=[("indexerror", "the book's models validate their inputs and name the bad argument, before the embedding lookup fails"),
                               ("no error", "there are only two segment embeddings, for 0 and 1")],
                        hint="answer with an exception name such as 'TypeError', or 'no error'")
+
+
+# ====================================================================== chapter 08a
+def _llama_cfg(V, D, L, H, G, F):
+    from .llama import LlamaConfig
+    return LlamaConfig(vocab_size=V, d_model=D, n_layer=L, n_head=H, n_kv_head=G, d_ff=F)
+
+
+@_register("08a.1", "LLaMA parameters by hand", "derive",
+           "def llama_params(V, D, L, H, G, F):\n    return NotImplemented  # tied output layer, head_dim = D / H")
+def _ex_08a_1(answer, rng, ctx):
+    from .llama import Llama
+    def ref(V, D, L, H, G, F):
+        with torch.device("meta"):
+            return Llama(_llama_cfg(V, D, L, H, G, F)).num_parameters()
+    cases = []
+    for _ in range(4):
+        G = rng.randint(1, 4); H = G * rng.randint(1, 4); hd = 8 * rng.randint(1, 8)
+        cases.append((rng.randint(100, 50000), H * hd, rng.randint(1, 32), H, G, 16 * rng.randint(1, 100)))
+    def per_layer(D, H, G, F, kv=None):
+        kv = D // H * G if kv is None else kv
+        return 2 * D + 2 * D * D + 2 * D * kv + 3 * D * F
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda V, D, L, H, G, F: 2 * V * D + L * per_layer(D, H, G, F) + D, "the output layer is tied to the embedding: count it once"),
+                         (lambda V, D, L, H, G, F: V * D + L * per_layer(D, H, G, F, D) + D, "W_K and W_V map D to G head_dim (grouped-query attention), not to D"),
+                         (lambda V, D, L, H, G, F: V * D + L * (2 * D * D + 2 * D * (D // H * G) + 3 * D * F), "each layer has two RMSNorm gains, and the model a final one"),
+                         (lambda V, D, L, H, G, F: V * D + L * (2 * D + 2 * D * D + 2 * D * (D // H * G) + 2 * D * F) + D, "SwiGLU has three matrices (gate, up, down)")],
+                  show=lambda a: f"V={a[0]}, D={a[1]}, L={a[2]}, H={a[3]}, G={a[4]}, F={a[5]}")
+
+
+@_register("08a.2", "KV-cache bytes per token", "derive",
+           "def kv_bytes_per_token(L, G, head_dim):\n    return NotImplemented  # float32")
+def _ex_08a_2(answer, rng, ctx):
+    from .llama import KVCache
+    def ref(L, G, hd):
+        cfg = _llama_cfg(100, 2 * G * hd, L, 2 * G, G, 8)
+        n = 7
+        return KVCache(cfg, 1, n, device="meta").nbytes() // n
+    cases = [(rng.randint(1, 40), rng.randint(1, 8), 8 * rng.randint(1, 16)) for _ in range(5)]
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda L, G, hd: L * G * hd * 4, "the cache holds keys and values: a factor 2"),
+                         (lambda L, G, hd: 2 * L * G * hd, "a float32 number takes 4 bytes"),
+                         (lambda L, G, hd: 2 * G * hd * 4, "every layer keeps its own cache")],
+                  show=lambda a: f"L={a[0]}, G={a[1]}, head_dim={a[2]}")
+
+
+@_register("08a.3", "RMSNorm from scratch", "complete",
+           "def rms_norm(x, weight, eps=1e-5):\n    return NotImplemented")
+def _ex_08a_3(answer, rng, ctx):
+    from .llama import RMSNorm
+    def ref(x, w, eps):
+        n = RMSNorm(x.shape[-1], eps)
+        with torch.no_grad():
+            n.weight.copy_(w)
+            return n(x)
+    cases = []
+    for _ in range(4):
+        g = _tgen(rng); D = rng.randint(2, 16)
+        cases.append((torch.randn(rng.randint(1, 3), rng.randint(1, 5), D, generator=g) * 2 + 0.5,
+                      torch.rand(D, generator=g) + 0.5, rng.choice([1e-5, 1e-2, 0.5])))
+    def centred(x, w, eps):
+        xc = x - x.mean(-1, keepdim=True)
+        return w * xc / torch.sqrt(xc.pow(2).mean(-1, keepdim=True) + eps)
+    def no_sqrt(x, w, eps):
+        return w * x / (x.pow(2).mean(-1, keepdim=True) + eps)
+    def no_weight(x, w, eps):
+        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return _cases(answer, ref, cases, rel=1e-5,
+                  wrong=[(centred, "RMSNorm does not subtract the mean: that is LayerNorm"),
+                         (no_sqrt, "divide by the root of the mean square: sqrt(mean(x^2) + eps)"),
+                         (no_weight, "multiply by the learned gain (weight) at the end")],
+                  show=lambda a: f"x of shape {tuple(a[0].shape)}, eps={a[2]}")
+
+
+@_register("08a.4", "How much smaller is SmolLM2's cache with GQA?", "predict",
+           "answer = ...  # cache bytes with G = H, divided by cache bytes with SmolLM2's G")
+def _ex_08a_4(answer, rng, ctx):
+    import dataclasses
+    from .llama import KVCache, LlamaConfig
+    c = LlamaConfig()  # SmolLM2-135M's configuration
+    n = rng.randint(1, 4096)
+    measured = KVCache(dataclasses.replace(c, n_kv_head=c.n_head), 1, n, device="meta").nbytes() / KVCache(c, 1, n, device="meta").nbytes()
+    return _prediction(answer, measured, (n,), what=f"KVCache.nbytes() for a fresh length of {n} tokens",
+                       wrong=[(1 / measured, "multi-head attention caches more, so the ratio is above 1"),
+                              (c.n_head, "the ratio is H / G: count the key/value heads of each model")],
+                       hint="the cache stores G key heads and G value heads per layer")
+
+
+# ====================================================================== chapter 08b
+def _routing(rng: random.Random):
+    n, T = rng.randint(2, 8), rng.randint(5, 40)
+    g = _tgen(rng)
+    probs = torch.softmax(torch.randn(T, n, generator=g), -1)
+    idx = torch.randint(0, n, (T, 1), generator=g)
+    f = [float((idx == i).float().mean()) for i in range(n)]
+    P = probs.mean(0).tolist()
+    return f, P, probs, idx, n
+
+
+@_register("08b.1", "The load-balancing loss", "derive",
+           "def aux_loss(f, P):\n    return NotImplemented  # f, P: lists, one entry per expert")
+def _ex_08b_1(answer, rng, ctx):
+    from .moe import load_balancing_loss
+    cases, refs = [], {}
+    for _ in range(5):
+        f, P, probs, idx, n = _routing(rng)
+        cases.append((f, P)); refs[id(f)] = float(load_balancing_loss(probs, idx, n))
+    return _cases(answer, lambda f, P: refs[id(f)], cases, rel=1e-5,
+                  wrong=[(lambda f, P: sum(a * b for a, b in zip(f, P)), "multiply by the number of experts n, so that balanced routing gives 1"),
+                         (lambda f, P: sum(a * b for a, b in zip(f, P)) / len(f), "it is n times the sum, not the mean"),
+                         (lambda f, P: len(f) * sum(a * a for a in f), "use the router's mean probabilities P as the second factor")],
+                  show=lambda a: f"f={[round(x, 3) for x in a[0]]}, P={[round(x, 3) for x in a[1]]}")
+
+
+@_register("08b.2", "Parameters of a mixture of experts", "derive",
+           "def moe_counts(dense_total, L, d, d_ff, n_experts, k):\n    return NotImplemented  # (stored, used per token)")
+def _ex_08b_2(answer, rng, ctx):
+    from .gpt import GPT
+    from .moe import MoEGPT, count_parameters
+    def ref(dense, L, d, f, n, k):
+        cfg = _gpt_cfg(97, 32, L, d).__class__(vocab_size=97, block_size=32, n_layer=L, n_head=1, d_model=d, d_ff=f)
+        with torch.device("meta"):
+            c = count_parameters(MoEGPT(cfg, n_experts=n, k=k))
+        return (c["total"], c["active"])
+    cases = []
+    for _ in range(3):
+        L, d, f = rng.randint(1, 6), 16 * rng.randint(1, 8), 32 * rng.randint(1, 8)
+        n = rng.randint(2, 8); k = rng.randint(1, n)
+        with torch.device("meta"):
+            dense = GPT(_gpt_cfg(97, 32, L, d).__class__(vocab_size=97, block_size=32, n_layer=L, n_head=1, d_model=d, d_ff=f)).num_parameters()
+        cases.append((dense, L, d, f, n, k))
+    def expert(d, f):
+        return 2 * d * f + f + d
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda D, L, d, f, n, k: (D + L * ((n - 1) * expert(d, f)), D + L * (k - 1) * expert(d, f)), "each layer also has a router of n x d weights"),
+                         (lambda D, L, d, f, n, k: (D + L * ((n - 1) * expert(d, f) + n * d), D + L * (k * expert(d, f) + n * d)),
+                          "the dense total already holds one expert: a token uses k - 1 more"),
+                         (lambda D, L, d, f, n, k: (D + L * (n * expert(d, f) + n * d), D + L * (k * expert(d, f) + n * d)),
+                          "the dense model's feed-forward layer becomes one of the n experts")],
+                  hint="one expert holds 2 d d_ff + d_ff + d parameters",
+                  show=lambda a: f"dense_total={a[0]}, L={a[1]}, d={a[2]}, d_ff={a[3]}, n_experts={a[4]}, k={a[5]}")
+
+
+@_register("08b.3", "Does the router learn with k = 1?", "predict",
+           "answer = {'normalized': ..., 'raw': ...}  # 'zero' or 'nonzero' router gradient")
+def _ex_08b_3(answer, rng, ctx):
+    from .gpt import GPTConfig
+    from .moe import MoEGPT
+    if isinstance(answer, dict) and any(_is_placeholder(v) for v in answer.values()):
+        raise _NotAttempted()
+    tiny = GPTConfig(vocab_size=13, block_size=8, n_layer=1, n_head=2, d_model=16, d_ff=32)
+    x = torch.randint(0, 13, (2, 8), generator=_tgen(rng))
+    y = torch.randint(0, 13, (2, 8), generator=_tgen(rng))
+    grads, seed = {}, rng.randrange(2**31)
+    for normalize in (True, False):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            m = MoEGPT(tiny, n_experts=4, k=1, aux_loss_weight=0.0, normalize_gates=normalize)
+        m(x, y)[1].backward()
+        grads[normalize] = float(m.blocks[0].mlp.router.proj.weight.grad.abs().sum())
+    # zero up to float32 rounding: autograd's 1/p - p/p^2 leaves about 1e-7 of the real gradient
+    zero = grads[True] < 10 * torch.finfo(torch.float32).eps * grads[False]
+    measured = {"normalized": "zero" if zero else "nonzero", "raw": "nonzero" if grads[False] > 0 else "zero"}
+    return _prediction(answer, measured, (x,), what="a fresh one-layer MoE GPT",
+                       wrong=[({"normalized": "nonzero", "raw": "nonzero"}, "with k = 1 the renormalised gate is p / p = 1 whatever the router says"),
+                              ({"normalized": "zero", "raw": "zero"}, "Switch's gate is the raw probability p, which scales the expert's output")],
+                       hint="answer 'zero' or 'nonzero' for each gate")
+
+
+@_register("08b.4", "The kNN-LM alone", "predict",
+           "answer = ...  # the loss at lambda = 1 when some true token has no neighbour: a number or 'inf'")
+def _ex_08b_4(answer, rng, ctx):
+    from .retrieval import mixture_loss
+    n = rng.randint(5, 50)
+    g = _tgen(rng)
+    lm = -torch.rand(n, generator=g, dtype=torch.float64) * 3
+    knn = -torch.rand(n, generator=g, dtype=torch.float64) * 3
+    knn[rng.randrange(n)] = -math.inf  # no neighbour stored the true next token here
+    measured = mixture_loss(lm, knn, 1.0)
+    if isinstance(answer, str) and answer.strip().lower() in ("inf", "infinity", "+inf"):
+        answer = math.inf
+    return _prediction(answer, measured, (n,), what=f"mixture_loss on {n} fresh positions",
+                       wrong=[(0, "a probability of exactly 0 has log-loss -log 0"),
+                              (float(-lm.mean()), "at lambda = 1 the language model gets no weight at all")],
+                       hint="what is -log p for p = 0?")
+
+
+# ====================================================================== chapter 08c
+@_register("08c.1", "The fraction of pairs a banded layer computes", "derive",
+           "def banded_fraction(T, w):\n    return NotImplemented")
+def _ex_08c_1(answer, rng, ctx):
+    from .sparse_attention import attended_pairs
+    cases = [(T, rng.randint(1, T)) for T in (rng.randint(2, 8192) for _ in range(5))]
+    return _cases(answer, lambda T, w: attended_pairs(T, w) / attended_pairs(T), cases, rel=1e-9,
+                  wrong=[(lambda T, w: w / T, "a dense causal layer computes T (T + 1) / 2 pairs, not T^2"),
+                         (lambda T, w: T * w / (T * (T + 1) / 2), "the first w queries see fewer than w keys: 1, 2, ..., w"),
+                         (lambda T, w: (w * (w - 1) // 2 + (T - w) * w) / (T * (T + 1) // 2), "query i sees i + 1 keys, itself included")],
+                  show=lambda a: f"T={a[0]}, w={a[1]}")
+
+
+@_register("08c.2", "Banded layers needed to reach the first token", "derive",
+           "def layers_needed(T, w):\n    return NotImplemented")
+def _ex_08c_2(answer, rng, ctx):
+    from .sparse_attention import reach_length
+    def ref(T, w):
+        L = max(1, math.ceil((T - 1) / (w - 1)))
+        # the smallest L: the library's reach (a T x T product per layer) confirms L and L - 1
+        assert reach_length([w] * L, T) == T and (L == 1 or reach_length([w] * (L - 1), T) < T)
+        return L
+    cases = [(rng.randint(2, 200), rng.randint(8, 64)) for _ in range(4)] + [(2048, 256)]
+    rng.shuffle(cases)
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda T, w: math.ceil(T / w), "each banded layer widens the reach by w - 1 positions, not w"),
+                         (lambda T, w: (T - 1) // (w - 1), "round up: a partial step still needs a whole layer"),
+                         (lambda T, w: math.ceil(T / (w - 1)), "the token itself is already reached: solve L (w - 1) + 1 >= T")],
+                  show=lambda a: f"T={a[0]}, w={a[1]}")
+
+
+@_register("08c.3", "Parameters needed for a target loss", "derive",
+           "def params_for_loss(L, a, alpha):\n    return NotImplemented")
+def _ex_08c_3(answer, rng, ctx):
+    from .scaling import power_law
+    def ref(L, a, alpha):
+        N = (a / L) ** (1 / alpha)
+        assert math.isclose(float(power_law(N, a, alpha)), L, rel_tol=1e-9)  # the inverse of the library's law
+        return N
+    cases = [(rng.uniform(1.0, 3.0), rng.uniform(5, 50), rng.uniform(0.05, 0.4)) for _ in range(5)]
+    return _cases(answer, ref, cases, rel=1e-6,
+                  wrong=[(lambda L, a, al: (L / a) ** (1 / al), "L = a N^(-alpha), so N = (a / L)^(1 / alpha)"),
+                         (lambda L, a, al: (a / L) ** al, "invert the power: the exponent becomes 1 / alpha"),
+                         (lambda L, a, al: (a / L) ** (-1 / al), "the loss falls as N grows: the exponent of a / L is positive")],
+                  show=lambda a: f"L={a[0]:.3f}, a={a[1]:.3f}, alpha={a[2]:.3f}")
+
+
+@_register("08c.4", "Chinchilla's compute-optimal size", "derive",
+           "def chinchilla(C):\n    return NotImplemented  # (parameters, tokens)")
+def _ex_08c_4(answer, rng, ctx):
+    from .scaling import chinchilla_optimal
+    cases = [(10 ** rng.uniform(18, 26),) for _ in range(5)]
+    return _cases(answer, chinchilla_optimal, cases, rel=1e-6,
+                  wrong=[(lambda C: chinchilla_optimal(C)[::-1], "return (parameters, tokens): tokens are 20 times the parameters"),
+                         (lambda C: (math.sqrt(C / 20), 20 * math.sqrt(C / 20)), "training costs C = 6 N D FLOPs"),
+                         (lambda C: (C / 120, C / 6), "solve C = 6 N D together with D = 20 N: N = sqrt(C / 120)")],
+                  show=lambda a: f"C={a[0]:.3g}")
+
+
+@_register("08c.5", "A row-parallel linear layer", "complete",
+           "def row_parallel(x, weight, bias, n_shards):\n    return NotImplemented")
+def _ex_08c_5(answer, rng, ctx):
+    from .parallel import row_parallel_linear
+    cases = []
+    for _ in range(4):
+        g = _tgen(rng); n = rng.choice([1, 2, 4]); I = n * rng.randint(1, 8); O = rng.randint(1, 10)
+        cases.append((torch.randn(rng.randint(1, 4), I, generator=g), torch.randn(O, I, generator=g), torch.randn(O, generator=g), n))
+    def bias_per_shard(x, w, b, n):
+        return sum(xs @ ws.T + b for xs, ws in zip(x.chunk(n, -1), w.chunk(n, 1)))
+    def one_shard(x, w, b, n):
+        return x.chunk(n, -1)[0] @ w.chunk(n, 1)[0].T + b
+    def no_bias(x, w, b, n):
+        return sum(xs @ ws.T for xs, ws in zip(x.chunk(n, -1), w.chunk(n, 1)))
+    return _cases(answer, row_parallel_linear, cases, rel=1e-5,
+                  wrong=[(bias_per_shard, "add the bias once, after the sum (the all-reduce), not on every shard"),
+                         (one_shard, "one shard alone is a partial sum: add the products of all shards"),
+                         (no_bias, "add the bias after the sum")],
+                  hint="split x by its input features and W by its columns; sum the partial products",
+                  show=lambda a: f"x {tuple(a[0].shape)}, weight {tuple(a[1].shape)}, n_shards={a[3]}")
