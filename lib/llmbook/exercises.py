@@ -265,6 +265,8 @@ def check(exercise_id: str, answer: Any, **context: Any) -> Verdict:
     ex = EXERCISES[exercise_id]
     rng = _fresh_rng()
     try:
+        if _is_placeholder(answer) or (isinstance(answer, dict) and any(_is_placeholder(v) for v in answer.values())):
+            raise _NotAttempted()  # before any measurement: an untouched cell costs nothing
         res = ex.checker(answer, rng, context)
         v = Verdict(ex.id, True, f"{ex.id} passed: {res.message}.", True, res.inputs)
     except _NotAttempted:
@@ -590,8 +592,7 @@ def _ex_02_1(answer, rng, ctx):
     from torch import nn
     cls = {1: nn.RNN, 3: nn.GRU, 4: nn.LSTM}
     def ref(G, D, H):
-        with torch.device("meta"):
-            return sum(p.numel() for p in cls[G](D, H).parameters())
+        return sum(p.numel() for p in cls[G](D, H).parameters())
     cases = [(rng.choice([1, 3, 4]), rng.randint(1, 40), rng.randint(1, 40)) for _ in range(6)]
     return _cases(answer, ref, cases,
                   wrong=[(lambda G, D, H: G * H * (D + H + 1), "PyTorch keeps two bias vectors per gate block (b_ih and b_hh)"),
@@ -762,10 +763,9 @@ for _id in ("03.5", "07.6", "08a.5"):
            "def encoder_layer_params(d, d_ff):\n    return NotImplemented")
 def _ex_04_1(answer, rng, ctx):
     from .transformer import EncoderLayer
-    def ref(d, d_ff):
-        with torch.device("meta"):
-            return sum(p.numel() for p in EncoderLayer(d, 1, d_ff).parameters())
-    cases = [(rng.randint(2, 1024), rng.randint(2, 4096)) for _ in range(5)]
+    def ref(d, d_ff):  # small sizes built on the CPU (the meta device's first init is slow)
+        return sum(p.numel() for p in EncoderLayer(d, 1, d_ff).parameters())
+    cases = [(rng.randint(2, 96), rng.randint(2, 384)) for _ in range(5)]
     return _cases(answer, ref, cases,
                   wrong=[(lambda d, f: 4 * d * d + 2 * d * f, "every Linear layer has a bias, and each LayerNorm a gain and a shift"),
                          (lambda d, f: 4 * (d * d + d) + (d * f + f) + (f * d + d) + 2 * d, "each LayerNorm has 2 d parameters (gain a and shift b)"),
@@ -1043,9 +1043,8 @@ def _ex_07_1(answer, rng, ctx):
 def _ex_07_2(answer, rng, ctx):
     from .bert import Bert, BertConfig
     def ref(V, D, L, F, P):
-        with torch.device("meta"):
-            return Bert(BertConfig(vocab_size=V, hidden_size=D, n_layers=L, n_heads=1, intermediate_size=F, max_position=P)).num_parameters()
-    cases = [(rng.randint(100, 40000), 32 * rng.randint(1, 24), rng.randint(1, 12), 64 * rng.randint(1, 48), rng.choice([128, 512])) for _ in range(4)]
+        return Bert(BertConfig(vocab_size=V, hidden_size=D, n_layers=L, n_heads=1, intermediate_size=F, max_position=P)).num_parameters()
+    cases = [(rng.randint(100, 3000), 8 * rng.randint(1, 8), rng.randint(1, 3), 16 * rng.randint(1, 16), rng.choice([64, 128])) for _ in range(4)]
     def layer(D, F):
         return 4 * (D * D + D) + (D * F + F) + (F * D + D) + 4 * D
     return _cases(answer, ref, cases,
@@ -1129,12 +1128,11 @@ def _llama_cfg(V, D, L, H, G, F):
 def _ex_08a_1(answer, rng, ctx):
     from .llama import Llama
     def ref(V, D, L, H, G, F):
-        with torch.device("meta"):
-            return Llama(_llama_cfg(V, D, L, H, G, F)).num_parameters()
+        return Llama(_llama_cfg(V, D, L, H, G, F)).num_parameters()
     cases = []
     for _ in range(4):
-        G = rng.randint(1, 4); H = G * rng.randint(1, 4); hd = 8 * rng.randint(1, 8)
-        cases.append((rng.randint(100, 50000), H * hd, rng.randint(1, 32), H, G, 16 * rng.randint(1, 100)))
+        G = rng.randint(1, 3); H = G * rng.randint(1, 3); hd = 2 * rng.randint(1, 6)
+        cases.append((rng.randint(100, 3000), H * hd, rng.randint(1, 3), H, G, 8 * rng.randint(1, 16)))
     def per_layer(D, H, G, F, kv=None):
         kv = D // H * G if kv is None else kv
         return 2 * D + 2 * D * D + 2 * D * kv + 3 * D * F
@@ -1237,14 +1235,13 @@ def _ex_08b_2(answer, rng, ctx):
     from .moe import MoEGPT, count_parameters
     def ref(dense, L, d, f, n, k):
         cfg = _gpt_cfg(97, 32, L, d).__class__(vocab_size=97, block_size=32, n_layer=L, n_head=1, d_model=d, d_ff=f)
-        with torch.device("meta"):
-            c = count_parameters(MoEGPT(cfg, n_experts=n, k=k))
+        c = count_parameters(MoEGPT(cfg, n_experts=n, k=k))
         return (c["total"], c["active"])
     cases = []
     for _ in range(3):
-        L, d, f = rng.randint(1, 6), 16 * rng.randint(1, 8), 32 * rng.randint(1, 8)
+        L, d, f = rng.randint(1, 3), 8 * rng.randint(1, 4), 16 * rng.randint(1, 4)
         n = rng.randint(2, 8); k = rng.randint(1, n)
-        with torch.device("meta"):
+        if True:
             dense = GPT(_gpt_cfg(97, 32, L, d).__class__(vocab_size=97, block_size=32, n_layer=L, n_head=1, d_model=d, d_ff=f)).num_parameters()
         cases.append((dense, L, d, f, n, k))
     def expert(d, f):

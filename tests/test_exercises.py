@@ -1,0 +1,410 @@
+"""Tests of llmbook.exercises: every checker passes a reader-style solution, calls a placeholder
+"not attempted", fails plausible wrong answers with a hint and without raising, and draws
+fresh inputs on every call."""
+
+import math
+from collections import Counter
+from fractions import Fraction
+
+import pytest
+import torch
+
+import llmbook.exercises as ex
+from llmbook.exercises import CHAPTERS, EXERCISES, Verdict, check, list_exercises
+
+
+# ---------------------------------------------------------------- contexts for widget exercises
+def _lm():
+    from llmbook.ngram import CharNGramLM
+    return CharNGramLM(order=3, alpha=1.0).fit("the cat sat on the mat\nthe hat\n" * 3)
+
+
+def _gpt_and_vocab():
+    from llmbook.charvocab import CharVocab
+    from llmbook.gpt import GPT, GPTConfig
+    vocab = CharVocab.from_text("ROMEO: O, the night is dark\n")
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=len(vocab), block_size=16, n_layer=1, n_head=2, d_model=16, d_ff=32)).eval()
+    return model, vocab
+
+
+ATT = torch.softmax(torch.randn(2, 3, 6, 6, generator=torch.Generator().manual_seed(1)), -1)
+TOKS = {"chars": list, "words": str.split}
+
+
+def _ctx(eid):
+    if eid == "00.5":
+        return {"model": _lm()}
+    if eid == "01b.4":
+        return {"tokenizers": TOKS}
+    if eid in ("03.5", "07.6", "08a.5"):
+        return {"attentions": ATT}
+    if eid == "06.5":
+        m, v = _gpt_and_vocab()
+        return {"model": m, "vocab": v}
+    return {}
+
+
+# ---------------------------------------------------------------- reader-style solutions
+def _sequence_probability(lm, text):
+    V, a = len(lm.vocab), lm.alpha
+    p = (lm.count(text[0]) + a) / (lm.n_chars + a * V)
+    for i in range(1, len(text)):
+        h = text[max(0, i - 2):i]
+        p *= (lm.count(h + text[i]) + a) / (lm.count(h) + a * V)
+    return p
+
+
+def _greedy(lm, prompt, n):
+    out = prompt
+    for _ in range(n):
+        chars, p = lm.prob_next(out)
+        out += chars[max(range(len(chars)), key=lambda i: float(p[i]))]
+    return out[len(prompt):]
+
+
+def _one_merge(seq, pair, new_id):
+    out, i = [], 0
+    while i < len(seq):
+        if i + 1 < len(seq) and (seq[i], seq[i + 1]) == tuple(pair):
+            out.append(new_id); i += 2
+        else:
+            out.append(seq[i]); i += 1
+    return out
+
+
+def _byte_pair_counts(text):
+    b = text.encode("utf-8")
+    return dict(Counter(zip(b, b[1:])))
+
+
+def _likelihood(pieces):
+    c = Counter(pieces)
+    return math.prod(Fraction(c[p], len(pieces)) for p in pieces)
+
+
+def _wordpiece(word, vocab):
+    out, i = [], 0
+    while i < len(word):
+        for j in range(len(word), i, -1):
+            piece = word[i:j] if i == 0 else "##" + word[i:j]
+            if piece in vocab:
+                out.append(piece); i = j; break
+        else:
+            return ["[UNK]"]
+    return out
+
+
+def _best_segmentation(text, lp):
+    best = [(0.0, [])] + [(-math.inf, None)] * len(text)
+    for i in range(1, len(text) + 1):
+        for j in range(i):
+            if text[j:i] in lp and best[j][1] is not None and best[j][0] + lp[text[j:i]] > best[i][0]:
+                best[i] = (best[j][0] + lp[text[j:i]], best[j][1] + [text[j:i]])
+    return best[-1][1]
+
+
+def _attention(q, k, v):
+    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+
+def _layer_norm(x, eps=1e-5):
+    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + eps)
+
+
+def _sinusoidal(n, d, base=10000.0):
+    pos = torch.arange(n, dtype=torch.float64)[:, None]
+    ang = pos / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    pe = torch.zeros(n, d, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(ang), torch.cos(ang)
+    return pe.float()
+
+
+def _top_p_keep(probs, p):
+    s, i = probs.sort(descending=True)
+    keep, total = torch.zeros_like(probs, dtype=torch.bool), 0.0
+    for v, j in zip(s.tolist(), i.tolist()):
+        keep[j] = True
+        total += v
+        if total >= p:
+            break
+    return keep
+
+
+def _rms_norm(x, weight, eps=1e-5):
+    return weight * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
+def _row_parallel(x, weight, bias, n_shards):
+    return sum(xs @ ws.T for xs, ws in zip(x.chunk(n_shards, -1), weight.chunk(n_shards, 1))) + bias
+
+
+def _expert(d, f):
+    return 2 * d * f + f + d
+
+
+def _widget_solution(eid):
+    """What a reader would read off the widget, computed with the library the widget draws from."""
+    if eid == "00.5":
+        chars, p = _lm().prob_next("the ", 0.5)
+        return {"prompt": "the ", "temperature": 0.5, "char": "c", "prob": round(float(p[chars.index("c")]), 3)}
+    if eid == "01a.4":
+        from llmbook.viz.bpe import bpe_trace, tokenizer_at
+        t = "the car the cat the rat"
+        return {"text": t, "level": "characters", "merges": 3, "n_tokens": len(tokenizer_at(bpe_trace(t, "characters", 300), 3).encode(t))}
+    if eid == "01b.4":
+        return {"text": "the cat sat", "tokenizer": "words", "n_tokens": 3}
+    if eid in ("03.5", "07.6", "08a.5"):
+        return {"layer": 1, "head": 2, "query": 4, "key": 1, "weight": round(float(ATT[1, 2, 4, 1]), 2)}
+    if eid == "04.5":
+        from llmbook.viz.norm import norm_stats
+        return {"batch_size": 4, "padded_length": 10, "seed": 1, "bn_change": round(norm_stats(4, 10, 1)["bn_change"], 3)}
+    if eid == "05.5":
+        from llmbook.positional import sinusoidal_encoding
+        return {"d_model": 64, "base": 10000, "position": 7, "dim": 4, "value": round(float(sinusoidal_encoding(8, 64)[7, 4]), 2)}
+    if eid == "06.5":
+        from llmbook.sampling import kept_mask
+        m, v = _gpt_and_vocab()
+        with torch.no_grad():
+            logits = m(torch.tensor([v.encode("ROMEO: O")]))[0][0, -1]
+        return {"prompt": "ROMEO: O", "temperature": 1.0, "top_k": 0, "top_p": 0.5, "n_kept": int(kept_mask(logits, top_p=0.5).sum())}
+    raise KeyError(eid)
+
+
+SOLUTIONS = {
+    "00.1": _sequence_probability,
+    "00.2": {"unigram": True, "bigram": False},
+    "00.3": _greedy,
+    "00.4": lambda V, n: V ** (n - 1),
+    "01a.1": _one_merge,
+    "01a.2": _byte_pair_counts,
+    "01a.3": lambda n: (n - 1, n - n // 2),
+    "01b.1": _likelihood,
+    "01b.2": _wordpiece,
+    "01b.3": _best_segmentation,
+    "02.1": lambda G, D, H: G * H * (D + H + 2),
+    "02.2": {"ff": False, "rnn": True, "lstm": True},
+    "02.3": {"forward_half": False, "backward_half": True},
+    "03.1": {"large_c": "one-hot", "small_c": "uniform"},
+    "03.2": _attention,
+    "03.3": lambda B, H, T, bytes_per=4: B * H * T * T * bytes_per,
+    "03.4": "equivariant",
+    "04.1": lambda d, f: 4 * (d * d + d) + (d * f + f) + (f * d + d) + 2 * (2 * d),
+    "04.2": -1,
+    "04.3": _layer_norm,
+    "04.4": [4, 5, 6],
+    "05.1": lambda d: d / 2,
+    "05.2": _sinusoidal,
+    "05.3": lambda hd, base, T: sum(T * base ** (-2 * i / hd) >= 2 * math.pi for i in range(hd // 2)),
+    "05.4": True,
+    "06.1": lambda V, n, L, d: V * d + n * d + L * (12 * d * d + 13 * d) + 2 * d,
+    "06.2": lambda C, N: C / (6 * N),
+    "06.3": _top_p_keep,
+    "06.4": 1,
+    "07.1": lambda p, r: p * r,
+    "07.2": lambda V, D, L, F, P: (V + P + 2) * D + 2 * D + L * (4 * (D * D + D) + (D * F + F) + (F * D + D) + 4 * D) + D * D + D,
+    "07.3": lambda s, m, model: m + 1 if model == "gpt" else len(s),
+    "07.4": 512,
+    "07.5": "ValueError",
+    "08a.1": lambda V, D, L, H, G, F: V * D + L * (2 * D + 2 * D * D + 2 * D * (D // H) * G + 3 * D * F) + D,
+    "08a.2": lambda L, G, hd: 2 * L * G * hd * 4,
+    "08a.3": _rms_norm,
+    "08a.4": 3,
+    "08b.1": lambda f, P: len(f) * sum(a * b for a, b in zip(f, P)),
+    "08b.2": lambda D, L, d, f, n, k: (D + L * ((n - 1) * _expert(d, f) + n * d), D + L * ((k - 1) * _expert(d, f) + n * d)),
+    "08b.3": {"normalized": "zero", "raw": "nonzero"},
+    "08b.4": "inf",
+    "08c.1": lambda T, w: (w * (w + 1) / 2 + (T - w) * w) / (T * (T + 1) / 2),
+    "08c.2": lambda T, w: math.ceil((T - 1) / (w - 1)),
+    "08c.3": lambda L, a, alpha: (a / L) ** (1 / alpha),
+    "08c.4": lambda C: (math.sqrt(C / 120), 20 * math.sqrt(C / 120)),
+    "08c.5": _row_parallel,
+}
+
+# two (or more) plausible wrong answers per exercise
+WRONG = {
+    "00.1": [lambda lm, t: math.prod(lm.count(c) / lm.n_chars for c in t),
+             lambda lm, t: math.prod((lm.count(c) + lm.alpha) / (lm.n_chars + lm.alpha * len(lm.vocab)) for c in t)],
+    "00.2": [{"unigram": True, "bigram": True}, {"unigram": False, "bigram": False}],
+    "00.3": [lambda lm, p, n: p + _greedy(lm, p, n), lambda lm, p, n: _greedy(lm, p, n - 1)],
+    "00.4": [lambda V, n: V ** n, lambda V, n: V * (n - 1)],
+    "01a.1": [ex._overlapping_merge, lambda s, p, i: _one_merge(s[::-1], tuple(p)[::-1], i)[::-1]],
+    "01a.2": [lambda t: dict(Counter(zip(t, t[1:]))), lambda t: dict(Counter(zip(t.encode()[::3], t.encode()[3::3])))],
+    "01a.3": [lambda n: (n // 2, n - n // 2), lambda n: (n - 1, 1)],
+    "01b.1": [lambda s: Fraction(1, len(set(s))) ** len(s), lambda s: math.prod(Fraction(Counter(s)[p], len(s)) for p in set(s))],
+    "01b.2": [lambda w, v: [w[:1]] + ["##" + c for c in w[1:]], lambda w, v: ["[UNK]"]],
+    "01b.3": [lambda t, lp: list(t), lambda t, lp: [t]],
+    "02.1": [lambda G, D, H: G * H * (D + H + 1), lambda G, D, H: G * H * (D + H)],
+    "02.2": [{"ff": True, "rnn": True, "lstm": True}, {"ff": False, "rnn": False, "lstm": False}],
+    "02.3": [{"forward_half": True, "backward_half": True}, {"forward_half": True, "backward_half": False}],
+    "03.1": [{"large_c": "uniform", "small_c": "one-hot"}, {"large_c": "unchanged", "small_c": "unchanged"}],
+    "03.2": [lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1), -1) @ v,
+             lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -2) @ v,
+             lambda q, k, v: torch.softmax(q @ k / math.sqrt(q.shape[-1]), -1) @ v],
+    "03.3": [lambda B, H, T, b=4: B * T * T * b, lambda B, H, T, b=4: B * H * T * b],
+    "03.4": ["invariant", "neither"],
+    "04.1": [lambda d, f: 4 * d * d + 2 * d * f, lambda d, f: 4 * (d * d + d) + (d * f + f) + (f * d + d)],
+    "04.2": [1, 0],
+    "04.3": [lambda x, eps=1e-5: (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps),
+             lambda x, eps=1e-5: (x - x.mean(0, keepdim=True)) / torch.sqrt(x.var(0, keepdim=True, unbiased=False) + eps)],
+    "04.4": [[4], [5, 6], list(range(7))],
+    "05.1": [lambda d: d, lambda d: 1],
+    "05.2": [lambda n, d, base=10000.0: torch.cat([_sinusoidal(n, d, base)[:, 0::2], _sinusoidal(n, d, base)[:, 1::2]], 1),
+             lambda n, d, base=10000.0: _sinusoidal(n, d, base).flip(-1)],
+    "05.3": [lambda hd, b, T: sum(T * b ** (-2 * i / hd) >= 1 for i in range(hd // 2)),
+             lambda hd, b, T: sum(T * b ** (-i / hd) >= 2 * math.pi for i in range(hd // 2))],
+    "05.4": [False, "no"],
+    "06.1": [lambda V, n, L, d: V * d + n * d + L * (12 * d * d + 13 * d), lambda V, n, L, d: V * d + L * (12 * d * d + 13 * d) + 2 * d],
+    "06.2": [lambda C, N: C / (2 * N), lambda C, N: C / N],
+    "06.3": [lambda p, q: p.sort(descending=True)[0].cumsum(0) - p.sort(descending=True)[0] < q,
+             lambda p, q: torch.zeros_like(p, dtype=torch.bool).index_fill(0, p.sort(descending=True)[1][p.sort(descending=True)[0].cumsum(0) <= q], True)],
+    "06.4": [0, 2],
+    "07.1": [lambda p, r: r, lambda p, r: p * 0.8],
+    "07.2": [lambda V, D, L, F, P: (V + P + 2) * D + 2 * D + L * (4 * (D * D + D) + (D * F + F) + (F * D + D) + 4 * D),
+             lambda V, D, L, F, P: (V + P) * D + 2 * D + L * (4 * (D * D + D) + (D * F + F) + (F * D + D) + 4 * D) + D * D + D],
+    "07.3": [lambda s, m, model: m if model == "gpt" else len(s), lambda s, m, model: len(s.encode()) if model == "bert" else m + 1],
+    "07.4": [600, 510],
+    "07.5": ["IndexError", "no error"],
+    "08a.1": [lambda V, D, L, H, G, F: 2 * V * D + L * (2 * D + 2 * D * D + 2 * D * (D // H) * G + 3 * D * F) + D,
+              lambda V, D, L, H, G, F: V * D + L * (2 * D + 4 * D * D + 3 * D * F) + D],
+    "08a.2": [lambda L, G, hd: L * G * hd * 4, lambda L, G, hd: 2 * L * G * hd],
+    "08a.3": [lambda x, w, eps=1e-5: _rms_norm(x - x.mean(-1, keepdim=True), w, eps), lambda x, w, eps=1e-5: w * x / (x.pow(2).mean(-1, keepdim=True) + eps)],
+    "08a.4": [1 / 3, 9],
+    "08b.1": [lambda f, P: sum(a * b for a, b in zip(f, P)), lambda f, P: sum(a * b for a, b in zip(f, P)) / len(f)],
+    "08b.2": [lambda D, L, d, f, n, k: (D + L * (n - 1) * _expert(d, f), D + L * (k - 1) * _expert(d, f)),
+              lambda D, L, d, f, n, k: (D + L * ((n - 1) * _expert(d, f) + n * d), D + L * (k * _expert(d, f) + n * d))],
+    "08b.3": [{"normalized": "nonzero", "raw": "nonzero"}, {"normalized": "zero", "raw": "zero"}],
+    "08b.4": [0, 2.5],
+    "08c.1": [lambda T, w: w / T, lambda T, w: T * w / (T * (T + 1) / 2)],
+    "08c.2": [lambda T, w: math.ceil(T / w), lambda T, w: (T - 1) // (w - 1)],
+    "08c.3": [lambda L, a, al: (L / a) ** (1 / al), lambda L, a, al: (a / L) ** al],
+    "08c.4": [lambda C: (20 * math.sqrt(C / 120), math.sqrt(C / 120)), lambda C: (math.sqrt(C / 20), 20 * math.sqrt(C / 20))],
+    "08c.5": [lambda x, w, b, n: sum(xs @ ws.T + b for xs, ws in zip(x.chunk(n, -1), w.chunk(n, 1))),
+              lambda x, w, b, n: x.chunk(n, -1)[0] @ w.chunk(n, 1)[0].T + b],
+}
+
+WIDGETS = sorted(e.id for e in EXERCISES.values() if e.kind == "widget")
+WIDGET_WRONG = {  # a wrong report per widget exercise: the value nudged beyond the reading tolerance
+    "00.5": lambda r: {**r, "prob": r["prob"] + 0.1},
+    "01a.4": lambda r: {**r, "n_tokens": len(r["text"])},
+    "01b.4": lambda r: {**r, "n_tokens": len(r["text"])},
+    "04.5": lambda r: {**r, "bn_change": r["bn_change"] + 0.05},
+    "05.5": lambda r: {**r, "value": r["value"] + 0.2},
+    "06.5": lambda r: {**r, "n_kept": r["n_kept"] + 1},
+}
+for _w in ("03.5", "07.6", "08a.5"):
+    WIDGET_WRONG[_w] = lambda r: {**r, "weight": round(float(ATT[1, 2, 1, 4]), 2)}  # the transposed cell
+
+
+def _solution(eid):
+    return _widget_solution(eid) if eid in WIDGETS else SOLUTIONS[eid]
+
+
+def test_registry_covers_every_chapter():
+    assert set(SOLUTIONS) | set(WIDGETS) == set(EXERCISES)
+    for ch in CHAPTERS:
+        exs = list_exercises(ch)
+        assert len(exs) >= 3, ch
+        assert len({e.kind for e in exs}) >= 2, ch  # a mix of kinds in every chapter
+    kinds = Counter(e.kind for e in EXERCISES.values())
+    assert set(kinds) == set(ex.KINDS)
+    chinese = [e.id for e in EXERCISES.values() if any("\u4e00" <= c <= "\u9fff" for c in e.title)]
+    assert any(i.startswith("01") for i in chinese) and any(i.startswith("07") for i in chinese)
+    for ch in ("00", "01a", "01b", "03", "04", "05", "06", "07", "08a"):  # the chapters with a widget
+        assert any(e.kind == "widget" for e in list_exercises(ch)), ch
+    with pytest.raises(ValueError, match="chapter"):
+        list_exercises("09")
+
+
+def test_unknown_id_raises_listing_ids():
+    with pytest.raises(ValueError, match="03.2"):
+        check("99.9", 1)
+
+
+@pytest.mark.parametrize("eid", list(EXERCISES))
+def test_solution_passes(eid, capsys):
+    v = check(eid, _solution(eid), **_ctx(eid))
+    out = capsys.readouterr().out
+    assert isinstance(v, Verdict) and v.passed and v.attempted, v.message
+    assert out.strip() == v.message and "passed" in out
+
+
+@pytest.mark.parametrize("eid", list(EXERCISES))
+def test_placeholders_not_attempted(eid, capsys):
+    placeholders = [..., NotImplemented]
+    if callable(SOLUTIONS.get(eid)):
+        def returns_not_implemented(*a, **k):
+            return NotImplemented
+        def returns_ellipsis(*a, **k):
+            ...
+            return ...
+        def raises(*a, **k):
+            raise NotImplementedError
+        placeholders += [returns_not_implemented, returns_ellipsis, raises]
+    if eid in WIDGETS:
+        placeholders.append({k: ... for k in _widget_solution(eid)})
+    for p in placeholders:
+        v = check(eid, p, **_ctx(eid))
+        assert not v.passed and not v.attempted
+        assert "not attempted yet" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("eid", list(EXERCISES))
+def test_wrong_answers_fail_with_hint(eid, capsys):
+    wrongs = [WIDGET_WRONG[eid](_widget_solution(eid))] if eid in WIDGETS else WRONG[eid]
+    assert len(wrongs) >= (1 if eid in WIDGETS else 2)
+    for w in wrongs:
+        v = check(eid, w, **_ctx(eid))  # must not raise
+        out = capsys.readouterr().out
+        assert not v.passed and v.attempted, (eid, v.message)
+        assert "Hint:" in v.message and out.strip() == v.message
+        assert "Traceback" not in out
+
+
+@pytest.mark.parametrize("eid", [e.id for e in EXERCISES.values() if e.kind in ("derive", "complete")])
+def test_fresh_inputs_differ_between_calls(eid):
+    a = check(eid, SOLUTIONS[eid])
+    b = check(eid, SOLUTIONS[eid])
+    assert a.inputs and repr(a.inputs) != repr(b.inputs)
+
+
+def test_reader_exception_is_one_line(capsys):
+    def buggy(q, k, v):
+        return q @ k  # shapes do not match in general
+    v = check("03.2", lambda q, k, v: q.nonexistent())
+    assert not v.passed and "your function raised AttributeError" in v.message and "\n" not in v.message
+    check("00.4", lambda V, n: V + "x")
+    out = capsys.readouterr().out
+    assert "raised TypeError" in out and "Traceback" not in out
+
+
+def test_wrong_type_is_reported_not_raised():
+    v = check("00.4", 42)  # a number where a formula was asked for
+    assert not v.passed and "expected a function" in v.message
+    v = check("00.5", {"prompt": "the "})  # a report lacking keys
+    assert not v.passed and "lacks" in v.message
+    v = check("00.5", {"prompt": "the ", "temperature": 1.0, "char": "c", "prob": 0.1})  # no model passed
+    assert not v.passed and "model=" in v.message
+
+
+def test_failure_does_not_print_the_prediction_answer(capsys):
+    check("06.4", 0)
+    check("07.4", 600)
+    out = capsys.readouterr().out
+    assert "512" not in out and " 1 " not in out and "not yet" in out
+
+
+def test_checks_leave_torch_rng_alone():
+    state = torch.get_rng_state()
+    check("02.3", SOLUTIONS["02.3"])
+    check("08b.3", SOLUTIONS["08b.3"])
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_random_fraction_formula_matches_mask_tokens():
+    from llmbook.bert import IGNORE_INDEX, mask_tokens
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, 30000, (64, 512), generator=g)
+    x, y = mask_tokens(ids, mask_id=1, vocab_size=30000, special_ids=[0], mlm_probability=0.15, generator=g)
+    measured = ((y != IGNORE_INDEX) & (x != 1) & (x != ids)).float().mean().item()
+    assert abs(measured - SOLUTIONS["07.1"](0.15, 0.1)) < 0.002
