@@ -297,3 +297,33 @@ def test_truncated_draft_bad_inputs():
         truncated_draft(m, 0)
     with pytest.raises(TypeError, match="llama_model"):
         truncated_draft(GPT(GPTConfig(vocab_size=10, block_size=8, n_layer=1, n_head=1, d_model=8, d_ff=16)), 1)
+
+
+# ----------------------------------------------------------------------------- n-gram draft
+
+
+def test_ngram_draft_proposes_the_follower_of_the_latest_match():
+    from llmbook.decoding import NGramDraft
+
+    d = NGramDraft(vocab_size=10, max_ngram=2, fallback_id=9)
+    assert d.propose(torch.tensor([[1, 2, 3, 1, 2, 4, 1, 2]])) == 4  # latest "1 2" was followed by 4
+    assert d.propose(torch.tensor([[3, 5, 1, 6, 2, 8, 5]])) == 1  # unigram fallback: "5" -> 1
+    assert d.propose(torch.tensor([[1, 2, 3]])) == 9  # no match: fallback_id
+    full = d(torch.tensor([[1, 2, 1, 2]]))  # (1, 4, 10): the proposal after each prefix
+    assert full.argmax(-1).tolist() == [[9, 9, 2, 1]]
+    assert torch.isinf(full).sum() == 4 * 9
+
+
+def test_ngram_draft_speculative_greedy_and_bad_inputs():
+    from llmbook.decoding import NGramDraft
+
+    g = torch.Generator().manual_seed(5)
+    target = Bigram(torch.randn(8, 8, generator=g) * 2)
+    d = NGramDraft(vocab_size=8)
+    prompt = torch.tensor([1, 2, 3, 1, 2])
+    out = speculative_generate(target, d, prompt, 20, k=3, temperature=0)
+    assert torch.equal(out.tokens, greedy_decode(target, prompt, 20))
+    with pytest.raises(ValueError, match="fallback_id"):
+        NGramDraft(vocab_size=8, fallback_id=8)
+    with pytest.raises(ValueError, match="max_ngram"):
+        NGramDraft(vocab_size=8, max_ngram=0)

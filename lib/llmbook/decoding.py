@@ -22,6 +22,10 @@ that look further ahead or reshape the logits with the history in mind:
   token is drawn from ``norm(max(0, p - q))``; when all ``k`` are accepted a bonus token
   is drawn from the target's next distribution. Every emitted token is distributed
   exactly as the target alone would sample it.
+* ``NGramDraft``: a draft with no parameters, "prompt lookup" (Saxena 2023, *Prompt
+  Lookup Decoding*): find the latest earlier occurrence of the last n tokens in the
+  context and propose the token that followed it. Free to run, and good exactly where
+  the output copies the input (summaries, edits, quoting, code).
 * ``truncated_draft``: the draft made of the target's first ``n_layers`` blocks plus its
   final norm and (shared) head, no weights copied (the "self-speculative" / early-exit
   draft of Elhoushi et al. 2024, *LayerSkip*, without its training).
@@ -58,7 +62,7 @@ from llmbook.device import model_device
 
 __all__ = [
     "beam_search", "BeamHypothesis", "greedy_decode", "length_penalty", "repetition_penalty", "min_p_filter",
-    "speculative_generate", "SpeculativeResult", "TruncatedLlama", "truncated_draft",
+    "speculative_generate", "SpeculativeResult", "TruncatedLlama", "truncated_draft", "NGramDraft",
 ]
 
 
@@ -132,11 +136,12 @@ class _Stepper:
     def __init__(self, name: str, model: object, max_len: int, device: torch.device):
         self.model, self.seen = model, torch.zeros(1, 0, dtype=torch.long, device=device)
         self.cache = None
+        self.next_only = callable(getattr(model, "next_token_logits", None))
         if _is_llama_like(model):
             from llmbook.llama import KVCache
 
             self.cache = KVCache(model.config, 1, max_len, device=device, dtype=next(model.parameters()).dtype)
-        else:
+        elif not self.next_only:
             self.fn = _logits_fn(name, model)
 
     @property
@@ -149,6 +154,8 @@ class _Stepper:
         self.seen = torch.cat([self.seen, ids], dim=1)
         if self.cache is not None:
             return self.model(ids, cache=self.cache)[0]
+        if self.next_only:
+            return self.model.next_token_logits(self.seen)[None]  # (1, V): the last position only
         return self.fn(self.seen)[0, -t:]
 
     def truncate(self, n: int) -> None:
@@ -383,7 +390,9 @@ def speculative_generate(target, draft, prompt: torch.Tensor, max_new_tokens: in
     token is kept iff it is the target's argmax, so the output is the target's greedy
     output.
 
-    ``target``, ``draft``: models of the module's protocol with the same vocabulary.
+    ``target``, ``draft``: models of the module's protocol with the same vocabulary; the
+    draft may instead offer ``next_token_logits(ids (1, T)) -> (V,)`` (the next position
+    only), as ``NGramDraft`` does.
     ``prompt``: (T,) or (1, T). ``generator`` seeds the draws (the acceptance uniforms,
     the draft's and the residual samples). Returns a ``SpeculativeResult`` (tokens on the
     target's device, the acceptance statistics). Which tokens were accepted is read on the
@@ -508,3 +517,51 @@ def truncated_draft(llama_model, n_layers: int) -> TruncatedLlama:
     True
     """
     return TruncatedLlama(llama_model, n_layers)
+
+
+# ----------------------------------------------------------------------------- n-gram draft
+
+
+class NGramDraft:
+    """Prompt-lookup draft: the token that followed the latest earlier match of the context's suffix.
+
+    For ``n = max_ngram .. 1``, the last ``n`` tokens are searched for in the rest of
+    the sequence (prompt and generated tokens); at the latest match, the token right
+    after it is proposed. Without a match it proposes ``fallback_id``. The proposal is a
+    point mass (logits 0 there, -inf elsewhere, so ``q`` is one-hot at any temperature and
+    the acceptance probability is the target's ``p(x)``).
+
+    >>> d = NGramDraft(vocab_size=10)
+    >>> int(d.next_token_logits(torch.tensor([[5, 6, 7, 1, 5, 6]])).argmax())  # ... 5 6 -> 7
+    7
+    """
+
+    def __init__(self, vocab_size: int, max_ngram: int = 3, fallback_id: int = 0):
+        self.vocab_size = _check_int("vocab_size", vocab_size, 1)
+        self.max_ngram = _check_int("max_ngram", max_ngram, 1)
+        _check_int("fallback_id", fallback_id, 0)
+        if fallback_id >= vocab_size:
+            raise ValueError(f"fallback_id must be < vocab_size ({vocab_size}), got {fallback_id}")
+        self.fallback_id = fallback_id
+
+    def propose(self, ids: torch.Tensor) -> int:
+        seq = ids.reshape(-1)
+        L = seq.numel()
+        for n in range(min(self.max_ngram, L - 1), 0, -1):
+            windows = seq.unfold(0, n, 1)[:-1]  # (L - n, n): every earlier window, the suffix itself excluded
+            hits = (windows == seq[L - n:]).all(dim=1).nonzero()
+            if hits.numel():
+                return int(seq[int(hits[-1]) + n])  # host: the draft's bookkeeping is on the host
+        return self.fallback_id
+
+    def next_token_logits(self, ids: torch.Tensor) -> torch.Tensor:
+        """(V,) logits: 0 at the proposed token, -inf elsewhere."""
+        out = torch.full((self.vocab_size,), float("-inf"), device=ids.device)
+        out[self.propose(ids)] = 0.0
+        return out
+
+    def __call__(self, ids: torch.Tensor) -> torch.Tensor:
+        """The protocol's full form, (B, T, V): the proposal after every prefix (slow; for checks)."""
+        B, T = ids.shape
+        return torch.stack([torch.stack([self.next_token_logits(ids[b, :t + 1]) for t in range(T)])
+                            for b in range(B)])
