@@ -2,8 +2,8 @@
 
 ``run()`` returns ``{"unigram_train_ratio_vs_sentencepiece": ...}``: our
 ``Unigram.train`` time / ``SentencePieceTrainer.train`` time, both single-threaded, on
-~1 MB of Shakespeare (500 k characters under `make bench`) at vocabulary 8,000
-(target <= 20). It also reports the held-out
+~1 MB of Shakespeare at vocabulary 8,000 (target <= 20; sentencepiece refuses 8,000
+pieces for half of that text). It also reports the held-out
 tokens per character of both (they should agree within 2%).
 ``benchmarks/bench_tokenizers.py`` records these through ``add_results``; run this file
 alone with ``python benchmarks/_bench_unigram.py [--quick]``.

@@ -50,7 +50,8 @@ from pathlib import Path
 from typing import Callable
 
 HERE = Path(__file__).resolve().parent
-RESULTS_DIR = HERE / "results"  # git-ignored: per-script fragments of the last run
+# git-ignored: per-script fragments of the last run (BENCH_RESULTS_DIR puts them elsewhere)
+RESULTS_DIR = Path(os.environ.get("BENCH_RESULTS_DIR", HERE / "results"))
 REPORT = HERE / "results.json"  # committed: the merged report
 
 

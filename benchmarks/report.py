@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table-only", action="store_true", help="use benchmarks/results.json as it is")
     ap.add_argument("--quick", action="store_true", help="merge the quick fragments into results/results_quick.json")
     ap.add_argument("--compare", nargs="+", type=Path, help="results files to show side by side")
+    ap.add_argument("--from-dir", type=Path, default=RESULTS_DIR, help="where the fragments are")
+    ap.add_argument("--out", type=Path, default=REPORT, help="the merged report (default benchmarks/results.json)")
     args = ap.parse_args(argv)
     if args.compare:
         print(compare(args.compare))
@@ -142,9 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text(json.dumps(report, indent=2) + "\n")
         print(f"wrote {out.relative_to(ROOT)} (quick mode: not the committed results)")
     else:
-        report = merge(RESULTS_DIR)
-        REPORT.write_text(json.dumps(report, indent=2) + "\n")
-        print(f"wrote {REPORT.relative_to(ROOT)}")
+        report = merge(args.from_dir)
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"wrote {args.out}")
     text = table(report)
     print()
     print(text)
