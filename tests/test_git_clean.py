@@ -5,7 +5,8 @@ Notebook 02 used to rewrite ``data/results/ch02_baselines.json`` every time it r
 decimal from the committed ones). Committed results now come only from scripts run on
 purpose; this test executes notebook 02, the notebook that trains and reads a committed
 result file, in a throw-away copy (never saved) and checks that ``git status`` is the same
-before and after.
+before and after. (In a working tree that other people edit while it runs, their edits
+show up as a difference too; run it on a clean checkout, as CI does.)
 """
 
 import shutil
