@@ -376,7 +376,7 @@ def _ex_00_3(answer, rng, ctx):
         return out[len(prompt):]
     cases = [(_tiny_lm(rng, 3), _rand_text(rng, ALPHA_EN.strip(), 3), rng.randint(3, 12)) for _ in range(3)]
     return _cases(answer, ref, cases,
-                  wrong=[(lambda lm, p, n: ref(lm, p, n + len(p))[len(p):] if False else p + ref(lm, p, n),
+                  wrong=[(lambda lm, p, n: p + ref(lm, p, n),
                           "return only the n new characters, not the prompt"),
                          (lambda lm, p, n: ref(lm, p, n - 1), "append exactly n characters")],
                   hint="at every step append the single most likely next character given everything so far",
