@@ -53,9 +53,18 @@ test: $(STAMP)
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests lib/llmbook --ignore=tests/browser -m "not browser" $(PYTEST_ARGS)
 
+# Running the book must leave the working tree as it was (no notebook rewrites a tracked
+# file; committed results come only from scripts run on purpose): git status is compared
+# before and after, and any difference fails the suite.
 test-notebooks: $(STAMP)
+	@git status --porcelain --untracked-files=all > .git/llmbook-status-before 2>/dev/null || true; \
 	$(BIN)/python -m pytest -q --nbval notebooks --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		--nbval-cell-timeout=600 --nbval-current-env --durations=0 $(PYTEST_ARGS)
+		--nbval-cell-timeout=600 --nbval-current-env --durations=0 $(PYTEST_ARGS); rc=$$?; \
+	if git status --porcelain --untracked-files=all > .git/llmbook-status-after 2>/dev/null && \
+	   ! cmp -s .git/llmbook-status-before .git/llmbook-status-after; then \
+		echo "== running the notebooks changed the working tree (git status before / after):"; \
+		diff .git/llmbook-status-before .git/llmbook-status-after; rc=1; \
+	fi; exit $$rc
 
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
