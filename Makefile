@@ -74,9 +74,9 @@ test-browser: $(STAMP)
 # BENCH_THREADS says otherwise), then one report: benchmarks/results.json, a markdown table,
 # and README.md's performance table regenerated from it. About 10 minutes on 2 idle cores.
 # `make bench BENCH_QUICK=1` is a smoke test (tiny sizes; never touches results.json).
-BENCHES := bench_tokenizers bench_attention bench_gpt bench_bert bench_llama
+BENCHES := bench_tokenizers bench_attention bench_gpt bench_bert bench_llama bench_decoding bench_flash
 BENCH_QUICK ?=
-# BENCH_JOBS=5 runs the five scripts at once (each on one thread, timed in CPU seconds, so
+# BENCH_JOBS=7 runs the seven scripts at once (each on one thread, timed in CPU seconds, so
 # they do not time each other's turns; use it on a machine with spare cores or already busy).
 BENCH_JOBS ?= 1
 bench: $(STAMP)

@@ -29,7 +29,7 @@ REPORT = HERE / "results.json"
 README = ROOT / "README.md"
 START, END = "<!-- perf-table:start -->", "<!-- perf-table:end -->"
 # The order of the table: by benchmark, in the order make bench runs them.
-ORDER = ["bench_tokenizers", "bench_attention", "bench_gpt", "bench_bert", "bench_llama"]
+ORDER = ["bench_tokenizers", "bench_attention", "bench_gpt", "bench_bert", "bench_llama", "bench_decoding", "bench_flash"]
 
 
 def merge(directory: Path) -> dict:
