@@ -276,7 +276,11 @@ def check(exercise_id: str, answer: Any, **context: Any) -> Verdict:
                                   "and run the cell again.", False)
     except _ReaderRaised as e:
         line = str(e.exc).strip().splitlines()[0] if str(e.exc).strip() else ""
-        v = Verdict(ex.id, False, f"{ex.id}: your function raised {type(e.exc).__name__}: {line}"[:300])
+        shapes = any(w in line.lower() for w in ("size", "shape", "dimension", "match"))
+        hint = ("the shapes do not fit: check which matrix is transposed (k.transpose(-2, -1)) and "
+                "that your code works for any batch and length, not only square inputs" if shapes else
+                "call your function on a small input of your own and read the error there")
+        v = Verdict(ex.id, False, f"{ex.id}: your function raised {type(e.exc).__name__}: {line[:200]}. Hint: {hint}.")
     except _Fail as f:
         msg = f"{ex.id} not yet: {f.what}."
         if f.hint:
