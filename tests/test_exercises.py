@@ -2,7 +2,10 @@
 "not attempted", fails plausible wrong answers with a hint and without raising, and draws
 fresh inputs on every call."""
 
+import itertools
 import math
+import random
+import zlib
 from collections import Counter
 from fractions import Fraction
 
@@ -11,6 +14,18 @@ import torch
 
 import llmbook.exercises as ex
 from llmbook.exercises import CHAPTERS, EXERCISES, Verdict, check, list_exercises
+
+
+# ---------------------------------------------------------------- reproducible fresh inputs
+@pytest.fixture(autouse=True)
+def _reproducible_fresh_inputs(monkeypatch, request):
+    """Each test draws its "fresh" inputs from a seed fixed by its name (a new one per call, so
+    two calls still differ), so a run of the suite is reproducible. Readers get OS entropy.
+    Known gap: some checkers have rare random inputs on which a right answer fails or a wrong
+    one passes (found for 01b.2, 02.2, 07.3 over many seeds); a many-seed sweep is the next step."""
+    base = zlib.crc32(request.node.nodeid.encode())
+    calls = itertools.count()
+    monkeypatch.setattr(ex, "_fresh_rng", lambda: random.Random(base * 1_000_003 + next(calls)))
 
 
 # ---------------------------------------------------------------- contexts for widget exercises

@@ -1374,8 +1374,9 @@ def _ex_08c_4(answer, rng, ctx):
 def _ex_08c_5(answer, rng, ctx):
     from .parallel import row_parallel_linear
     cases = []
-    for _ in range(4):
-        g = _tgen(rng); n = rng.choice([1, 2, 4]); I = n * rng.randint(1, 8); O = rng.randint(1, 10)
+    for i in range(4):
+        # the first two cases have 2 and 4 shards, so a per-shard bias or a lone shard shows
+        g = _tgen(rng); n = (2, 4)[i] if i < 2 else rng.choice([1, 2, 4]); I = n * rng.randint(1, 8); O = rng.randint(1, 10)
         cases.append((torch.randn(rng.randint(1, 4), I, generator=g), torch.randn(O, I, generator=g), torch.randn(O, generator=g), n))
     def bias_per_shard(x, w, b, n):
         return sum(xs @ ws.T + b for xs, ws in zip(x.chunk(n, -1), w.chunk(n, 1)))
