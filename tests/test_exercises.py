@@ -54,7 +54,7 @@ def _ctx(eid):
         return {"tokenizers": TOKS}
     if eid in ("03.5", "07.6", "08a.5"):
         return {"attentions": ATT}
-    if eid == "06.5":
+    if eid == "06b.5":
         m, v = _gpt_and_vocab()
         return {"model": m, "vocab": v}
     return {}
@@ -177,7 +177,7 @@ def _widget_solution(eid):
     if eid == "05.5":
         from llmbook.positional import sinusoidal_encoding
         return {"d_model": 64, "base": 10000, "position": 7, "dim": 4, "value": round(float(sinusoidal_encoding(8, 64)[7, 4]), 2)}
-    if eid == "06.5":
+    if eid == "06b.5":
         from llmbook.sampling import kept_mask
         m, v = _gpt_and_vocab()
         with torch.no_grad():
@@ -212,10 +212,10 @@ SOLUTIONS = {
     "05.2": _sinusoidal,
     "05.3": lambda hd, base, T: sum(T * base ** (-2 * i / hd) >= 2 * math.pi for i in range(hd // 2)),
     "05.4": True,
-    "06.1": lambda V, n, L, d: V * d + n * d + L * (12 * d * d + 13 * d) + 2 * d,
-    "06.2": lambda C, N: C / (6 * N),
-    "06.3": _top_p_keep,
-    "06.4": 1,
+    "06b.1": lambda V, n, L, d: V * d + n * d + L * (12 * d * d + 13 * d) + 2 * d,
+    "06b.2": lambda C, N: C / (6 * N),
+    "06b.3": _top_p_keep,
+    "06b.4": 1,
     "07.1": lambda p, r: p * r,
     "07.2": lambda V, D, L, F, P: (V + P + 2) * D + 2 * D + L * (4 * (D * D + D) + (D * F + F) + (F * D + D) + 4 * D) + D * D + D,
     "07.3": lambda s, m, model: m + 1 if model == "gpt" else len(s),
@@ -269,11 +269,11 @@ WRONG = {
     "05.3": [lambda hd, b, T: sum(T * b ** (-2 * i / hd) >= 1 for i in range(hd // 2)),
              lambda hd, b, T: sum(T * b ** (-i / hd) >= 2 * math.pi for i in range(hd // 2))],
     "05.4": [False, "no"],
-    "06.1": [lambda V, n, L, d: V * d + n * d + L * (12 * d * d + 13 * d), lambda V, n, L, d: V * d + L * (12 * d * d + 13 * d) + 2 * d],
-    "06.2": [lambda C, N: C / (2 * N), lambda C, N: C / N],
-    "06.3": [lambda p, q: p.sort(descending=True)[0].cumsum(0) - p.sort(descending=True)[0] < q,
+    "06b.1": [lambda V, n, L, d: V * d + n * d + L * (12 * d * d + 13 * d), lambda V, n, L, d: V * d + L * (12 * d * d + 13 * d) + 2 * d],
+    "06b.2": [lambda C, N: C / (2 * N), lambda C, N: C / N],
+    "06b.3": [lambda p, q: p.sort(descending=True)[0].cumsum(0) - p.sort(descending=True)[0] < q,
              lambda p, q: torch.zeros_like(p, dtype=torch.bool).index_fill(0, p.sort(descending=True)[1][p.sort(descending=True)[0].cumsum(0) <= q], True)],
-    "06.4": [0, 2],
+    "06b.4": [0, 2],
     "07.1": [lambda p, r: r, lambda p, r: p * 0.8],
     "07.2": [lambda V, D, L, F, P: (V + P + 2) * D + 2 * D + L * (4 * (D * D + D) + (D * F + F) + (F * D + D) + 4 * D),
              lambda V, D, L, F, P: (V + P) * D + 2 * D + L * (4 * (D * D + D) + (D * F + F) + (F * D + D) + 4 * D) + D * D + D],
@@ -305,7 +305,7 @@ WIDGET_WRONG = {  # a wrong report per widget exercise: the value nudged beyond 
     "01b.4": lambda r: {**r, "n_tokens": len(r["text"])},
     "04.5": lambda r: {**r, "bn_change": r["bn_change"] + 0.05},
     "05.5": lambda r: {**r, "value": r["value"] + 0.2},
-    "06.5": lambda r: {**r, "n_kept": r["n_kept"] + 1},
+    "06b.5": lambda r: {**r, "n_kept": r["n_kept"] + 1},
 }
 for _w in ("03.5", "07.6", "08a.5"):
     WIDGET_WRONG[_w] = lambda r: {**r, "weight": round(float(ATT[1, 2, 1, 4]), 2)}  # the transposed cell
@@ -325,7 +325,7 @@ def test_registry_covers_every_chapter():
     assert set(kinds) == set(ex.KINDS)
     chinese = [e.id for e in EXERCISES.values() if any("\u4e00" <= c <= "\u9fff" for c in e.title)]
     assert any(i.startswith("01") for i in chinese) and any(i.startswith("07") for i in chinese)
-    for ch in ("00", "01a", "01b", "03", "04", "05", "06", "07", "08a"):  # the chapters with a widget
+    for ch in ("00", "01a", "01b", "03", "04", "05", "06b", "07", "08a"):  # the chapters with a widget
         assert any(e.kind == "widget" for e in list_exercises(ch)), ch
     with pytest.raises(ValueError, match="chapter"):
         list_exercises("09")
@@ -401,7 +401,7 @@ def test_wrong_type_is_reported_not_raised():
 
 
 def test_failure_does_not_print_the_prediction_answer(capsys):
-    check("06.4", 0)
+    check("06b.4", 0)
     check("07.4", 600)
     out = capsys.readouterr().out
     assert "512" not in out and " 1 " not in out and "not yet" in out

@@ -42,7 +42,7 @@ import torch
 __all__ = ["Verdict", "Exercise", "EXERCISES", "check", "list_exercises"]
 
 KINDS = ("derive", "complete", "predict", "widget")
-CHAPTERS = ("00", "01a", "01b", "02", "03", "04", "05", "06", "07", "08a", "08b", "08c")
+CHAPTERS = ("00", "01a", "01b", "02", "03", "04", "05", "06b", "07", "08a", "08b", "08c")
 
 
 @dataclass(frozen=True)
@@ -947,13 +947,13 @@ def _ex_05_5(answer, rng, ctx):
     raise _Fail(f"{got:.3f} is {'too high' if got > exp else 'too low'}", h)
 
 
-# ====================================================================== chapter 06
+# ====================================================================== chapter 06b
 def _gpt_cfg(V, n_ctx, L, d):
     from .gpt import GPTConfig
     return GPTConfig(vocab_size=V, block_size=n_ctx, n_layer=L, n_head=1, d_model=d, d_ff=4 * d)
 
 
-@_register("06.1", "GPT parameters from the formula", "derive",
+@_register("06b.1", "GPT parameters from the formula", "derive",
            "def gpt_params(V, n_ctx, L, d):\n    return NotImplemented")
 def _ex_06_1(answer, rng, ctx):
     from .flops import param_count
@@ -966,7 +966,7 @@ def _ex_06_1(answer, rng, ctx):
                   show=lambda a: f"V={a[0]}, n_ctx={a[1]}, L={a[2]}, d={a[3]}")
 
 
-@_register("06.2", "Tokens for a compute budget", "derive",
+@_register("06b.2", "Tokens for a compute budget", "derive",
            "def tokens_for_budget(C, N):\n    return NotImplemented")
 def _ex_06_2(answer, rng, ctx):
     from .scaling import training_compute
@@ -978,7 +978,7 @@ def _ex_06_2(answer, rng, ctx):
                   show=lambda a: f"C={a[0]:.3g}, N={a[1]:.3g}")
 
 
-@_register("06.3", "Which tokens does top-p keep?", "complete",
+@_register("06b.3", "Which tokens does top-p keep?", "complete",
            "def top_p_keep(probs, p):\n    return NotImplemented  # a bool tensor like probs")
 def _ex_06_3(answer, rng, ctx):
     from .sampling import kept_mask
@@ -1003,7 +1003,7 @@ def _ex_06_3(answer, rng, ctx):
                   show=lambda a: f"probs {[round(v, 3) for v in a[0].tolist()]}, p={a[1]}")
 
 
-@_register("06.4", "The smallest frequency the arithmetic coder uses", "predict",
+@_register("06b.4", "The smallest frequency the arithmetic coder uses", "predict",
            "answer = ...  # the smallest integer frequency quantize_probs gives any character")
 def _ex_06_4(answer, rng, ctx):
     from .compression import quantize_probs
@@ -1016,7 +1016,7 @@ def _ex_06_4(answer, rng, ctx):
                        hint="the coder needs an interval of positive width for every character")
 
 
-@_register("06.5", "Report the number of kept tokens from the sampling explorer", "widget",
+@_register("06b.5", "Report the number of kept tokens from the sampling explorer", "widget",
            "answer = {'prompt': ..., 'temperature': ..., 'top_k': ..., 'top_p': ..., 'n_kept': ...}")
 def _ex_06_5(answer, rng, ctx):
     from .sampling import kept_mask
