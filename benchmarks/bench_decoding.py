@@ -64,7 +64,7 @@ def main() -> None:
     out = {}
 
     def run_greedy():
-        out["greedy"] = generate(model, ids, n)[0]
+        out["greedy"] = generate(model, ids, n)[0, ids.shape[1]:]  # the new tokens
 
     def run_spec():
         out["spec"] = speculative_generate(model, draft, ids, n, k=args.k, temperature=0)

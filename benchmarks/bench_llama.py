@@ -48,7 +48,7 @@ def main() -> None:
     out = {}
 
     def run_ours():
-        out["book"] = generate(ours, ids, n)
+        out["book"] = generate(ours, ids, n)[:, ids.shape[1]:]  # the new tokens
 
     @torch.no_grad()
     def run_hf():
@@ -62,7 +62,7 @@ def main() -> None:
     forced_prefix = next((i for i in range(n) if a[0, i] != b[0, ids.shape[1] + i]), n)
     eos = int(hf.generation_config.eos_token_id if isinstance(hf.generation_config.eos_token_id, int)
               else hf.generation_config.eos_token_id[0])
-    a_eos = generate(ours, ids, n, eos_id=eos)[0]
+    a_eos = generate(ours, ids, n, eos_id=eos)[0, ids.shape[1]:]
     with torch.no_grad():
         b_eos = hf.generate(ids, max_new_tokens=n, do_sample=False)[0, ids.shape[1]:]
     same = torch.equal(a_eos[: len(b_eos)], b_eos) and int(b_eos[-1]) == eos

@@ -116,8 +116,8 @@ def test_mask_helpers():
 @pytest.mark.parametrize(
     "call, exc, word",
     [
-        (lambda: causal_mask(0), ValueError, "T"),
-        (lambda: causal_mask(2.0), TypeError, "T"),
+        (lambda: causal_mask(0), ValueError, "n_query"),
+        (lambda: causal_mask(2.0), TypeError, "n_query"),
         (lambda: padding_mask([5], 3), ValueError, "length"),
         (lambda: padding_mask([1.5], 3), TypeError, "lengths"),
         (lambda: key_padding_to_mask(torch.zeros(2, 3)), TypeError, "key_padding_mask"),

@@ -71,7 +71,7 @@ def test_beam_width_one_is_greedy(model_kind):
     torch.manual_seed(1)
     if model_kind == "llama":
         m = _random_llama()
-        ref = generate(m, torch.tensor([[3, 7, 1]]), 10)[0]
+        ref = generate(m, torch.tensor([[3, 7, 1]]), 10)[0, 3:]
     elif model_kind == "gpt":
         m = GPT(GPTConfig(vocab_size=30, block_size=32, n_layer=2, n_head=2, d_model=16, d_ff=32)).eval()
         ref = m.generate(torch.tensor([[3, 7, 1]]), 10, temperature=0)[0, 3:]
@@ -180,7 +180,7 @@ def test_processors_bad_inputs():
 def test_speculative_greedy_equals_target_greedy_llama():
     target = _random_llama(0, n_layer=3)
     ids = torch.tensor([[5, 9, 2, 17]])
-    ref = generate(target, ids, 30)[0]
+    ref = generate(target, ids, 30)[0, ids.shape[1]:]
     for draft in (truncated_draft(target, 1), _random_llama(7, n_layer=1), target):
         for k in (1, 3, 5):
             out = speculative_generate(target, draft, ids, 30, k=k, temperature=0)

@@ -203,19 +203,44 @@ def scaled_dot_product_attention(
 
 
 # ---------------------------------------------------------------------------- masks
-def causal_mask(T: int, device: Optional[torch.device | str] = None) -> torch.Tensor:
-    """Bool (T, T) mask, True on and below the diagonal: query i may see keys 0..i.
+def causal_mask(n_query: int, n_key: Optional[int] = None, offset: int = 0, window: Optional[int] = None,
+                device: Optional[torch.device | str] = None) -> torch.Tensor:
+    """Bool (n_query, n_key) mask, True where query i (at absolute position offset + i) may see key j.
+
+    The book's one causal mask, used by chapter 3's attention, chapter 4's decoder, the GPT
+    and the sparse-attention layers. ``causal_mask(T)`` is the square (T, T) mask: True on
+    and below the diagonal, so query i sees keys 0..i. With a KV cache the queries are the
+    last ``n_query`` of ``n_key`` positions (``offset = n_key - n_query``); ``window`` keeps
+    only the last ``window`` keys of each query (banded, sliding-window attention):
+    j <= offset + i and j > offset + i - window.
 
     >>> causal_mask(3).int()
     tensor([[1, 0, 0],
             [1, 1, 0],
             [1, 1, 1]], dtype=torch.int32)
+    >>> causal_mask(2, 4, offset=2).int()
+    tensor([[1, 1, 1, 0],
+            [1, 1, 1, 1]], dtype=torch.int32)
+    >>> causal_mask(3, window=2).int()
+    tensor([[1, 0, 0],
+            [1, 1, 0],
+            [0, 1, 1]], dtype=torch.int32)
     """
-    if isinstance(T, bool) or not isinstance(T, int):
-        raise TypeError(f"T must be an int, got {type(T).__name__}")
-    if T < 1:
-        raise ValueError(f"T must be >= 1, got {T}")
-    return torch.ones(T, T, dtype=torch.bool, device=device).tril()
+    if n_key is None:
+        n_key = n_query
+    for name, value, low in (("n_query", n_query, 1), ("n_key", n_key, 1), ("offset", offset, 0)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if value < low:
+            raise ValueError(f"{name} must be >= {low}, got {value}")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+        raise ValueError(f"window must be a positive int or None, got {window!r}")
+    i = torch.arange(n_query, device=device).unsqueeze(1) + offset  # (Tq, 1) absolute query positions
+    j = torch.arange(n_key, device=device).unsqueeze(0)  # (1, Tk)
+    mask = j <= i
+    if window is not None:
+        mask &= j > i - window
+    return mask
 
 
 def padding_mask(lengths, T: int, device: Optional[torch.device | str] = None) -> torch.Tensor:

@@ -203,7 +203,7 @@ def gpt_predictor(model: torch.nn.Module, vocab_size: int | None = None) -> Next
     ``decompress`` do); any other prefix restarts the cache. Past ``block_size`` tokens the
     window slides and the last ``block_size`` tokens are recomputed, as in generation.
     """
-    from .gpt import KVCache
+    from .kv_cache import KVCache
 
     cfg = model.config
     V = vocab_size or cfg.vocab_size
@@ -218,10 +218,10 @@ def gpt_predictor(model: torch.nn.Module, vocab_size: int | None = None) -> Next
         model.eval()
         dev = next(model.parameters()).device
         extends = state["cache"] is not None and prefix[:-1] == state["prefix"]
-        if extends and state["cache"].pos < cfg.block_size:
+        if extends and state["cache"].length < cfg.block_size:
             logits, _ = model(torch.tensor([prefix[-1:]], device=dev), kv_cache=state["cache"])
         else:  # start (or slide the window): recompute the last block_size tokens
-            state["cache"] = KVCache(cfg, 1, dev, model.wte.weight.dtype)
+            state["cache"] = KVCache(cfg, 1, device=dev, dtype=model.wte.weight.dtype)
             logits, _ = model(torch.tensor([prefix[-cfg.block_size:]], device=dev), kv_cache=state["cache"])
         state["prefix"] = prefix
         return torch.softmax(logits[0, -1, :V].double(), dim=-1).cpu()

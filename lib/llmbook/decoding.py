@@ -34,7 +34,7 @@ The model protocol. Every function takes ``model`` as either the book's ``Llama`
 ``GPT``, a ``TruncatedLlama`` or any callable ``f(ids) -> logits`` where ``ids`` is a
 ``(B, T)`` long tensor and ``logits`` is ``(B, T, V)``: the next-token logits after every
 prefix (a tuple is allowed; its first element is taken, as ``GPT.forward`` returns
-``(logits, loss)``). For the ``Llama`` family the KV cache (``llmbook.llama.KVCache``) is
+``(logits, loss)``). For the ``Llama`` family the KV cache (``llmbook.kv_cache.KVCache``) is
 used and rolled back after rejected drafts (``cache.length`` is set back); other models
 recompute the whole prefix each step (correct, slower).
 
@@ -129,7 +129,7 @@ def _check_prompt(prompt: object) -> torch.Tensor:
 class _Stepper:
     """Feeds new tokens to a model and returns their logits; can forget the last positions.
 
-    Llama-like models keep a ``KVCache`` and rolling back sets ``cache.length``; any
+    Llama-like models keep a ``KVCache`` and rolling back is ``cache.truncate(n)``; any
     other model keeps the token sequence and recomputes the whole prefix.
     """
 
@@ -138,7 +138,7 @@ class _Stepper:
         self.cache = None
         self.next_only = callable(getattr(model, "next_token_logits", None))
         if _is_llama_like(model):
-            from llmbook.llama import KVCache
+            from llmbook.kv_cache import KVCache
 
             self.cache = KVCache(model.config, 1, max_len, device=device, dtype=next(model.parameters()).dtype)
         elif not self.next_only:
@@ -162,7 +162,7 @@ class _Stepper:
         """Forget every position from ``n`` on (the cached keys there are overwritten later)."""
         self.seen = self.seen[:, :n]
         if self.cache is not None:
-            self.cache.length = n
+            self.cache.truncate(n)
 
 
 # ----------------------------------------------------------------------------- beam search
@@ -473,7 +473,7 @@ class TruncatedLlama(nn.Module):
 
     Shares every parameter with the full model (nothing is copied), so it costs no
     memory; its ``config`` is the full one with ``n_layer = n_layers`` so that a
-    ``llmbook.llama.KVCache`` built from it holds only those layers. ``forward(idx,
+    ``llmbook.kv_cache.KVCache`` built from it holds only those layers. ``forward(idx,
     cache=None)`` mirrors ``Llama.forward`` (logits (B, T, V)). It reads the full
     model's RoPE table through ``Llama._rope_slice`` (an internal method: the one place
     this class depends on the Llama's internals).

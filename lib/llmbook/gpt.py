@@ -32,7 +32,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .attention import causal_mask  # the book's one causal mask (re-exported here)
 from .device import check_index_range, check_on_device, model_device, values_checkable
+from .kv_cache import KVCache  # the book's one key/value cache (re-exported here)
 from .sampling import sample_next
 
 __all__ = ["GPTConfig", "GPT", "KVCache", "causal_mask", "GPT3_SIZES"]
@@ -157,81 +159,6 @@ class GPTConfig:
         return replace(base, **overrides)
 
 
-def causal_mask(n_query: int, n_key: int, offset: int = 0, window: int | None = None,
-                device: torch.device | None = None) -> torch.Tensor:
-    """Boolean (n_query, n_key) mask, True where query i (at absolute position offset + i) may see key j.
-
-    Causal: j <= offset + i. Banded (``window`` set): also j > offset + i - window.
-
-    >>> causal_mask(3, 3).int()
-    tensor([[1, 0, 0],
-            [1, 1, 0],
-            [1, 1, 1]], dtype=torch.int32)
-    >>> causal_mask(3, 3, window=2).int()
-    tensor([[1, 0, 0],
-            [1, 1, 0],
-            [0, 1, 1]], dtype=torch.int32)
-    """
-    for name, value in (("n_query", n_query), ("n_key", n_key), ("offset", offset)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-    if window is not None and (not isinstance(window, int) or window < 1):
-        raise ValueError(f"window must be a positive int or None, got {window!r}")
-    i = torch.arange(n_query, device=device).unsqueeze(1) + offset  # (Tq, 1) absolute query positions
-    j = torch.arange(n_key, device=device).unsqueeze(0)  # (1, Tk)
-    mask = j <= i
-    if window is not None:
-        mask &= j > i - window
-    return mask
-
-
-class KVCache:
-    """Keys and values of every layer for the positions seen so far.
-
-    Buffers are allocated once at ``block_size`` length; ``pos`` counts filled slots.
-    With ``device``/``dtype`` left as None they are allocated at the first ``append``,
-    on the device and in the dtype of the keys the model produces, so a cache built
-    without naming a device works wherever the model lives.
-    A generated sequence longer than ``block_size`` cannot extend the cache (learned
-    position embeddings stop at ``block_size``): ``GPT.generate`` then recomputes the
-    last ``block_size`` tokens each step, exactly as the uncached model does.
-    """
-
-    def __init__(self, config: GPTConfig, batch_size: int, device: torch.device | str | None = None,
-                 dtype: torch.dtype | None = None):
-        if not isinstance(config, GPTConfig):
-            raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        self.shape = (batch_size, config.n_head, config.block_size, config.head_dim)  # (B, H, block, D)
-        self.n_layer = config.n_layer
-        self.k: list[torch.Tensor] = []
-        self.v: list[torch.Tensor] = []
-        if device is not None:
-            self._allocate(torch.device(device), dtype or torch.float32)
-        self.block_size = config.block_size
-        self.pos = 0
-
-    def _allocate(self, device: torch.device, dtype: torch.dtype) -> None:
-        self.k = [torch.zeros(self.shape, device=device, dtype=dtype) for _ in range(self.n_layer)]
-        self.v = [torch.zeros(self.shape, device=device, dtype=dtype) for _ in range(self.n_layer)]
-
-    def reset(self) -> None:
-        self.pos = 0
-
-    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store k, v (B, H, T, D) at slots pos..pos+T-1 of ``layer``; return keys/values 0..pos+T-1."""
-        T = k.shape[2]
-        end = self.pos + T
-        if end > self.block_size:
-            raise ValueError(f"the cache holds {self.block_size} positions; {self.pos} filled + {T} new is too many")
-        if not self.k:
-            self._allocate(k.device, k.dtype)
-        self.k[layer][:, :, self.pos:end] = k
-        self.v[layer][:, :, self.pos:end] = v
-        return self.k[layer][:, :, :end], self.v[layer][:, :, :end]  # (B, H, S, D)
-
-
 class CausalSelfAttention(nn.Module):
     """Masked multi-head self-attention with an optional key/value cache."""
 
@@ -255,7 +182,7 @@ class CausalSelfAttention(nn.Module):
         v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, D)
         offset = 0
         if kv_cache is not None:
-            offset = kv_cache.pos
+            offset = kv_cache.length
             k, v = kv_cache.append(self.layer, k, v)  # (B, H, S, D), S = offset + T
         S = k.shape[2]
         p_drop = self.dropout if self.training else 0.0
@@ -399,7 +326,7 @@ class GPT(nn.Module):
     def hidden_states(self, idx: torch.Tensor, kv_cache: KVCache | None = None,
                       return_attention: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Final hidden states (B, T, C) after the last block (and final LayerNorm), plus attentions."""
-        offset = kv_cache.pos if kv_cache is not None else 0
+        offset = kv_cache.length if kv_cache is not None else 0
         self._check_idx(idx, offset)
         T = idx.shape[1]
         pos = torch.arange(offset, offset + T, device=idx.device)  # (T,) absolute positions
@@ -410,7 +337,7 @@ class GPT(nn.Module):
             if return_attention:
                 attentions.append(w)
         if kv_cache is not None:
-            kv_cache.pos += T
+            kv_cache.length += T
         return self.ln_f(x), attentions
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, return_attention: bool = False,
@@ -450,7 +377,7 @@ class GPT(nn.Module):
         bs = self.config.block_size
         cache = None
         if use_cache:
-            cache = KVCache(self.config, idx.shape[0], idx.device, self.wte.weight.dtype)
+            cache = KVCache(self.config, idx.shape[0], device=idx.device, dtype=self.wte.weight.dtype)
             logits, _ = self(idx[:, -bs:], kv_cache=cache)
         for step in range(max_new_tokens):
             if cache is None:
@@ -458,7 +385,7 @@ class GPT(nn.Module):
             next_id = sample_next(logits[:, -1, :], temperature, top_k, top_p, generator)  # (B,)
             idx = torch.cat([idx, next_id.unsqueeze(1)], dim=1)
             if cache is not None and step + 1 < max_new_tokens:
-                if cache.pos < bs:
+                if cache.length < bs:
                     logits, _ = self(idx[:, -1:], kv_cache=cache)
                 else:  # window full: recompute the last block_size tokens, as the uncached model does
                     cache.reset()

@@ -46,7 +46,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from llmbook.attention import causal_mask
 from llmbook.device import check_index_range, check_on_device, model_device
+from llmbook.kv_cache import KVCache  # the book's one key/value cache (re-exported here)
 from llmbook.positional import apply_rope, rope_cache
 from llmbook.sampling import sample_next
 
@@ -177,43 +179,6 @@ class SwiGLU(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
-class KVCache:
-    """Preallocated keys and values of every layer, filled as decoding proceeds.
-
-    ``k[layer]`` and ``v[layer]`` have shape (B, G, max_len, hd); ``length`` counts the
-    positions filled so far. Storing G key/value heads rather than H is GQA's saving.
-    With ``device`` left as None the buffers are allocated at the first write, on the
-    device and in the dtype of the model's keys (``dtype``, if given, is then ignored
-    only in the sense that the keys' dtype wins).
-    """
-
-    def __init__(self, config: LlamaConfig, batch_size: int, max_len: int,
-                 device: torch.device | str | None = None, dtype: torch.dtype = torch.float32):
-        if not isinstance(config, LlamaConfig):
-            raise TypeError(f"config must be a LlamaConfig, got {type(config).__name__}")
-        _check_positive_int("batch_size", batch_size)
-        _check_positive_int("max_len", max_len)
-        self.shape = (batch_size, config.n_kv_head, max_len, config.head_dim)  # (B, G, max_len, hd)
-        self.n_layer, self.dtype = config.n_layer, dtype
-        self.k: list[torch.Tensor] = []
-        self.v: list[torch.Tensor] = []
-        if device is not None:
-            self.allocate(torch.device(device), dtype)
-        self.max_len = max_len
-        self.length = 0
-
-    def allocate(self, device: torch.device, dtype: torch.dtype) -> None:
-        """Create the zeroed buffers (done by the first forward pass when no device was given)."""
-        self.dtype = dtype
-        self.k = [torch.zeros(self.shape, device=device, dtype=dtype) for _ in range(self.n_layer)]
-        self.v = [torch.zeros(self.shape, device=device, dtype=dtype) for _ in range(self.n_layer)]
-
-    def nbytes(self) -> int:
-        """Memory held by the cache, in bytes (what it holds or, before allocation, will hold)."""
-        per = torch.empty((), dtype=self.dtype).element_size()
-        return 2 * self.n_layer * int(np.prod(self.shape)) * per
-
-
 class GroupedQueryAttention(nn.Module):
     """Causal self-attention with RoPE and G key/value heads shared by H query heads.
 
@@ -244,18 +209,12 @@ class GroupedQueryAttention(nn.Module):
         P = 0
         if cache is not None:
             P = cache.length
-            if P + T > cache.max_len:
-                raise ValueError(f"KV cache full: {P} + {T} positions exceed max_len={cache.max_len}")
-            if not cache.k:
-                cache.allocate(k.device, k.dtype)
-            cache.k[layer][:B, :, P:P + T] = k
-            cache.v[layer][:B, :, P:P + T] = v
-            k, v = cache.k[layer][:B, :, :P + T], cache.v[layer][:B, :, :P + T]  # (B, G, S, hd)
+            k, v = cache.append(layer, k, v)  # (B, G, S, hd): every position so far
         S = P + T
         # Query i sits at absolute position P + i and may see keys 0 .. P + i.
         mask = None
         if T > 1 and (P > 0 or return_attention):
-            mask = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(diagonal=P)  # (T, S)
+            mask = causal_mask(T, S, offset=P, device=x.device)  # (T, S)
         if return_attention:
             # Each key/value head serves H/G consecutive query heads (HF's repeat_kv order).
             k = k.repeat_interleave(H // G, dim=1)  # (B, H, S, hd)
@@ -374,7 +333,10 @@ def generate(model: Llama, idx: torch.Tensor, max_new_tokens: int, temperature: 
              top_k: int | None = None, top_p: float | None = None,
              generator: torch.Generator | None = None, eos_id: int | Sequence[int] | None = None,
              use_cache: bool = True) -> torch.Tensor:
-    """Continue ``idx`` (B, T) by up to ``max_new_tokens`` tokens; return the new ids (B, n).
+    """Continue ``idx`` (B, T) by up to ``max_new_tokens`` tokens; return (B, T + n): prompt, then new ids.
+
+    The same convention as ``GPT.generate`` (and Hugging Face's ``generate``): the result
+    starts with the prompt; ``out[:, idx.shape[1]:]`` are the n <= max_new_tokens new tokens.
 
     Each step feeds only the newest token through the model and reads earlier keys and
     values from a ``KVCache`` (``use_cache=False`` recomputes the whole prefix, for
@@ -411,8 +373,8 @@ def generate(model: Llama, idx: torch.Tensor, max_new_tokens: int, temperature: 
             seq = torch.cat([seq, nxt[:, None]], dim=1)
             logits = model(seq)[:, -1]
     if not out:
-        return idx.new_zeros(B, 0)
-    return torch.stack(out, dim=1)  # (B, n)
+        return idx
+    return torch.cat([idx, torch.stack(out, dim=1)], dim=1)  # (B, T + n)
 
 
 # ----------------------------------------------------------------------------- GGUF

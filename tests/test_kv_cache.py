@@ -1,0 +1,109 @@
+"""One idea, one API: the causal mask, the key/value cache and ``generate``'s convention are
+shared by the GPT and the LLaMA (issue 13 item 4)."""
+
+import pytest
+import torch
+
+import llmbook.attention as attention
+import llmbook.gpt as gpt
+import llmbook.llama as llama
+from llmbook.gpt import GPT, GPTConfig
+from llmbook.kv_cache import KVCache
+from llmbook.llama import Llama, LlamaConfig
+
+
+def test_one_definition_of_each():
+    assert gpt.causal_mask is attention.causal_mask
+    assert gpt.KVCache is KVCache and llama.KVCache is KVCache
+
+
+@pytest.mark.parametrize("Tq, Tk, offset", [(1, 1, 0), (4, 4, 0), (1, 7, 6), (3, 9, 6), (2, 5, 1)])
+def test_causal_mask_offset_is_the_shifted_lower_triangle(Tq, Tk, offset):
+    want = torch.ones(Tq, Tk, dtype=torch.bool).tril(diagonal=offset)
+    assert torch.equal(attention.causal_mask(Tq, Tk, offset=offset), want)
+
+
+def test_causal_mask_window_keeps_the_last_w_keys():
+    m = attention.causal_mask(6, window=3)
+    assert m.sum(-1).tolist() == [1, 2, 3, 3, 3, 3]
+    assert torch.equal(attention.causal_mask(5), attention.causal_mask(5, 5))
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: attention.causal_mask(0), ValueError, "n_query"),
+    (lambda: attention.causal_mask(3, 0), ValueError, "n_key"),
+    (lambda: attention.causal_mask(3, 3, offset=-1), ValueError, "offset"),
+    (lambda: attention.causal_mask(3, 3.0), TypeError, "n_key"),
+    (lambda: attention.causal_mask(3, window=0), ValueError, "window"),
+])
+def test_causal_mask_bad_input(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
+
+
+def _gpt():
+    torch.manual_seed(0)
+    return GPT(GPTConfig(vocab_size=20, block_size=16, n_layer=2, n_head=2, d_model=16, d_ff=32)).eval()
+
+
+def _llama():
+    torch.manual_seed(0)
+    return Llama(LlamaConfig.tiny()).eval()
+
+
+def test_generate_returns_prompt_then_new_tokens_for_both_models():
+    prompt = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    a = _gpt().generate(prompt, 5, temperature=0)
+    b = llama.generate(_llama(), prompt, 5, temperature=0)
+    for out in (a, b):
+        assert out.shape == (2, 8)
+        assert torch.equal(out[:, :3], prompt)
+    assert torch.equal(llama.generate(_llama(), prompt, 0), prompt)  # nothing new: the prompt
+
+
+def test_same_cache_api_in_both_models_and_truncate_rolls_back():
+    for model, call in ((_gpt(), lambda m, x, c: m(x, kv_cache=c)[0]), (_llama(), lambda m, x, c: m(x, cache=c))):
+        ids = torch.tensor([[3, 1, 4, 1, 5, 9]])
+        cache = KVCache(model.config, 1, 16)
+        assert not cache.allocated and cache.length == 0
+        full = call(model, ids, None)
+        part = call(model, ids[:, :4], cache)
+        assert cache.length == 4 and cache.allocated
+        torch.testing.assert_close(part, full[:, :4])
+        call(model, torch.tensor([[7, 7]]), cache)  # a wrong continuation ...
+        cache.truncate(4)  # ... rolled back
+        torch.testing.assert_close(call(model, ids[:, 4:], cache), full[:, 4:], rtol=1e-5, atol=1e-5)
+        assert cache.length == 6
+        cache.reset()
+        assert cache.length == 0
+
+
+def test_gqa_cache_stores_only_the_kv_heads():
+    c = LlamaConfig.tiny()
+    assert c.n_kv_head < c.n_head
+    full = KVCache(LlamaConfig(**{**c.__dict__, "n_kv_head": c.n_head}), 1, 10, device="meta")
+    grouped = KVCache(c, 1, 10, device="meta")
+    assert full.nbytes() / grouped.nbytes() == c.n_head / c.n_kv_head
+    assert KVCache(GPTConfig.baby(vocab_size=10), 2).shape == (2, 4, 64, 32)  # max_len = block_size
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: KVCache(GPTConfig.baby(vocab_size=10), 0), ValueError, "batch_size"),
+    (lambda: KVCache(LlamaConfig.tiny(), 1), ValueError, "max_len"),
+    (lambda: KVCache(LlamaConfig.tiny(), 1, 0), ValueError, "max_len"),
+    (lambda: KVCache("config", 1, 4), TypeError, "config"),
+    (lambda: KVCache(LlamaConfig.tiny(), 1, 4, dtype="float16"), TypeError, "dtype"),
+])
+def test_kv_cache_bad_input(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
+
+
+def test_kv_cache_overflow_and_bad_truncate():
+    cache = KVCache(LlamaConfig.tiny(), 1, 4)
+    m = _llama()
+    m(torch.tensor([[1, 2, 3]]), cache=cache)
+    with pytest.raises(ValueError, match="KV cache full"):
+        m(torch.tensor([[1, 2]]), cache=cache)
+    with pytest.raises(ValueError, match="n must be"):
+        cache.truncate(5)
