@@ -421,3 +421,38 @@ def test_random_fraction_formula_matches_mask_tokens():
     x, y = mask_tokens(ids, mask_id=1, vocab_size=30000, special_ids=[0], mlm_probability=0.15, generator=g)
     measured = ((y != IGNORE_INDEX) & (x != 1) & (x != ids)).float().mean().item()
     assert abs(measured - SOLUTIONS["07.1"](0.15, 0.1)) < 0.002
+
+
+# ---------------------------------------------------------------- chapter 06a (Building a GPT)
+def _window_average(x, w):
+    T = x.shape[-2]
+    i = torch.arange(T)
+    band = ((i[None, :] <= i[:, None]) & (i[None, :] > i[:, None] - w)).to(x.dtype)  # (T, T): t - w < s <= t
+    return (band / band.sum(-1, keepdim=True)) @ x
+
+
+SOLUTIONS.update({
+    "06a.1": _window_average,
+    "06a.2": lambda d, h: 4 * d * d + 4 * d,
+    "06a.3": {"one_block": "unchanged", "two_blocks": "changed"},
+    "06a.4": {"train_mode": False, "eval_mode": True},
+})
+WRONG.update({
+    "06a.1": [lambda x, w: _window_average(x, x.shape[-2]),  # the whole past, not a window
+              lambda x, w: torch.stack([x[..., max(0, t - w + 1):t + 1, :].sum(-2) / w for t in range(x.shape[-2])], -2)],
+    "06a.2": [lambda d, h: 4 * d * d, lambda d, h: 3 * d * d + 3 * d, lambda d, h: h * (4 * d * d + 4 * d)],
+    "06a.3": [{"one_block": "unchanged", "two_blocks": "unchanged"}, {"one_block": "changed", "two_blocks": "changed"}],
+    "06a.4": [{"train_mode": True, "eval_mode": True}, {"train_mode": False, "eval_mode": False}],
+})
+
+
+def test_06a_window_average_is_the_causal_average_for_a_wide_window():
+    x = torch.randn(2, 7, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    loop = torch.stack([x[:, :t + 1].mean(1) for t in range(7)], 1)
+    torch.testing.assert_close(_window_average(x, 7), loop)
+    torch.testing.assert_close(ex._window_average_ref(x, 100), loop)
+    torch.testing.assert_close(ex._window_average_ref(x, 1), x)
+
+
+def test_06a_attention_params_do_not_depend_on_heads():
+    assert {ex._attention_param_count(48, h) for h in (1, 2, 3, 4, 6, 8, 12)} == {4 * 48 * 48 + 4 * 48}
