@@ -1,0 +1,294 @@
+"""Pre-training objectives of the third family: T5's span corruption and GLM's blank infilling.
+
+BERT masks single tokens and predicts each one independently; GPT predicts every next
+token. The encoder-decoder family (chapter 4's architecture) and GLM, the objective behind
+ChatGLM, sit in between: they cut *spans* out of the text and train the model to write
+them back.
+
+**T5 span corruption** (Raffel et al., 2020, "Exploring the Limits of Transfer Learning with
+a Unified Text-to-Text Transformer", section 3.1.4 and 3.3): a fraction ``noise_density``
+(15 %) of the tokens is removed in spans whose mean length is ``mean_span_length`` (3).
+The encoder reads the text with each span replaced by one *sentinel* token; the decoder
+writes each sentinel followed by the tokens it stands for, and one last sentinel:
+
+    original  Thank you for inviting me to your party last week .
+    inputs    Thank you <X> me to your party <Y> week .
+    targets   <X> for inviting <Y> last <Z>
+
+The number of noise tokens is ``round(L * noise_density)`` and the number of spans
+``round(noise / mean_span_length)``, exactly as T5's ``random_spans_noise_mask``: the
+noise tokens and the kept tokens are each cut into that many non-empty runs at uniformly
+random places, and the runs alternate, starting with kept text and ending with noise (so the
+first token is always kept and the last always removed; T5 appends ``</s>`` after the text,
+which is never removed). So every sequence of length L has the same corruption rate, and
+span lengths average ``mean_span_length``.
+
+**GLM autoregressive blank infilling** (Du et al., 2022, "GLM: General Language Model
+Pretraining with Autoregressive Blank Infilling"): span lengths are drawn from a Poisson
+distribution (lambda = 3; a draw of 0 is redrawn) until at least ``mask_ratio`` (15 %) of
+the tokens are covered. Part A is the text with each span replaced by one ``[MASK]``;
+Part B is the spans, *in a random order*, each fed as ``[START] s_1 .. s_l`` and trained to
+output ``s_1 .. s_l [END]``. One Transformer reads A then B with a mask that lets A see
+all of A (bidirectional, like BERT) and B see A plus the earlier B tokens (causal, like
+GPT). Two position ids per token: the first is the position in A (for a Part-B token,
+the position of its span's ``[MASK]``), the second is 0 in Part A and 1..l+1 inside a span,
+so the model knows which blank it is filling and how far into it it is.
+
+Both transforms take a 1-D sequence of token ids and a ``torch.Generator``, and return
+tensors; ``t5_reconstruct`` and ``glm_reconstruct`` invert them (the tests check that the
+target always restores the input).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+__all__ = [
+    "noise_span_lengths",
+    "span_corruption",
+    "t5_reconstruct",
+    "GLMExample",
+    "glm_blank_infilling",
+    "glm_reconstruct",
+]
+
+
+def _ids(name: str, ids) -> torch.Tensor:
+    if isinstance(ids, torch.Tensor):
+        t = ids
+    else:
+        try:
+            t = torch.as_tensor(list(ids), dtype=torch.long)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{name} must be a 1-D sequence of token ids, got {type(ids).__name__}") from err
+    if t.dim() != 1:
+        raise ValueError(f"{name} must be 1-D (one sequence), got shape {tuple(t.shape)}")
+    if t.dtype.is_floating_point or t.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids, got dtype {t.dtype}")
+    return t.long()
+
+
+def _fraction(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ValueError(f"{name} must be a number strictly between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def _segment(n_items: int, n_segments: int, generator: torch.Generator | None) -> list[int]:
+    """Cut n_items into n_segments non-empty runs at uniformly random places (sum = n_items)."""
+    if n_segments == 1:
+        return [n_items]
+    cuts = torch.randperm(n_items - 1, generator=generator)[: n_segments - 1].sort().values + 1
+    edges = [0] + cuts.tolist() + [n_items]
+    return [b - a for a, b in zip(edges, edges[1:])]
+
+
+def noise_span_lengths(length: int, noise_density: float = 0.15, mean_span_length: float = 3.0,
+                       generator: torch.Generator | None = None) -> tuple[list[int], list[int]]:
+    """T5's span layout for a sequence of ``length`` tokens: (kept run lengths, noise span lengths).
+
+    The runs alternate kept, noise, kept, noise, ...; both lists have one entry per span.
+    ``sum(noise) == round(length * noise_density)`` (at least 1, at most length - 1).
+    """
+    if isinstance(length, bool) or not isinstance(length, int) or length < 2:
+        raise ValueError(f"length must be an int >= 2 (a span needs text around it), got {length!r}")
+    _fraction("noise_density", noise_density)
+    if isinstance(mean_span_length, bool) or not isinstance(mean_span_length, (int, float)) or mean_span_length < 1:
+        raise ValueError(f"mean_span_length must be a number >= 1, got {mean_span_length!r}")
+    n_noise = min(max(int(round(length * noise_density)), 1), length - 1)
+    n_spans = max(int(round(n_noise / mean_span_length)), 1)
+    n_spans = min(n_spans, n_noise, length - n_noise)  # every run must be non-empty
+    noise = _segment(n_noise, n_spans, generator)
+    kept = _segment(length - n_noise, n_spans, generator)
+    return kept, noise
+
+
+def _check_sentinels(sentinels: Sequence[int], needed: int) -> list[int]:
+    if isinstance(sentinels, (str, bytes)) or not hasattr(sentinels, "__len__"):
+        raise TypeError(f"sentinels must be a sequence of token ids, got {type(sentinels).__name__}")
+    s = [int(x) for x in sentinels]
+    if len(set(s)) != len(s):
+        raise ValueError("sentinels must be distinct token ids")
+    if len(s) < needed:
+        raise ValueError(f"sentinels: {needed} needed (one per span plus the final one), got {len(s)}")
+    return s
+
+
+def span_corruption(ids, sentinels: Sequence[int], noise_density: float = 0.15, mean_span_length: float = 3.0,
+                    generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """T5's objective: (encoder inputs, decoder targets) for one sequence ``ids`` (1-D).
+
+    ``sentinels`` are the ids of ``<extra_id_0>, <extra_id_1>, ...`` (T5 puts them at the end
+    of its vocabulary); none of them may occur in ``ids``.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> inp, tgt = span_corruption(torch.arange(20), sentinels=[100, 101, 102], generator=g)
+    >>> torch.equal(t5_reconstruct(inp, tgt, [100, 101, 102]), torch.arange(20))
+    True
+    """
+    x = _ids("ids", ids)
+    kept, noise = noise_span_lengths(len(x), noise_density, mean_span_length, generator)
+    s = _check_sentinels(sentinels, len(noise) + 1)
+    if torch.isin(x, torch.tensor(s)).any():
+        raise ValueError("ids already contain a sentinel id; sentinels must be ids the text never uses")
+    inputs, targets, pos = [], [], 0
+    for k, (a, b) in enumerate(zip(kept, noise)):
+        inputs += x[pos:pos + a].tolist() + [s[k]]
+        targets += [s[k]] + x[pos + a:pos + a + b].tolist()
+        pos += a + b
+    targets.append(s[len(noise)])  # the final sentinel closes the last span
+    return torch.tensor(inputs, dtype=torch.long), torch.tensor(targets, dtype=torch.long)
+
+
+def t5_reconstruct(inputs, targets, sentinels: Sequence[int]) -> torch.Tensor:
+    """Put the spans of ``targets`` back in place of the sentinels of ``inputs``."""
+    inp, tgt = _ids("inputs", inputs).tolist(), _ids("targets", targets).tolist()
+    s = set(int(x) for x in sentinels)
+    spans: dict[int, list[int]] = {}
+    current = None
+    for t in tgt:
+        if t in s:
+            current = t
+            spans[current] = []
+        elif current is None:
+            raise ValueError("targets must start with a sentinel")
+        else:
+            spans[current].append(t)
+    out = []
+    for t in inp:
+        if t in s:
+            if t not in spans:
+                raise ValueError(f"sentinel {t} of inputs has no span in targets")
+            out += spans[t]
+        else:
+            out.append(t)
+    return torch.tensor(out, dtype=torch.long)
+
+
+@dataclass
+class GLMExample:
+    """One GLM training example (length L = n_context + sum over spans of (l + 1)).
+
+    ``input_ids`` (L,), ``labels`` (L,) with -100 on Part A, ``position_ids`` (2, L),
+    ``attention_mask`` (L, L) bool, True where query i may attend to key j; ``n_context``
+    is the length of Part A; ``spans`` are (start, length) in the original sequence, in
+    Part B's (shuffled) order.
+    """
+
+    input_ids: torch.Tensor
+    labels: torch.Tensor
+    position_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    n_context: int
+    spans: list[tuple[int, int]]
+
+
+def _poisson_lengths(target: int, lam: float, generator: torch.Generator | None) -> list[int]:
+    lengths, total = [], 0
+    while total < target:
+        n = int(torch.poisson(torch.tensor([lam], dtype=torch.float64), generator=generator).item())
+        if n == 0:  # a span of length 0 masks nothing: draw again
+            continue
+        lengths.append(n)
+        total += n
+    return lengths
+
+
+def glm_blank_infilling(ids, mask_id: int, start_id: int, end_id: int, mask_ratio: float = 0.15,
+                        poisson_lambda: float = 3.0, generator: torch.Generator | None = None) -> GLMExample:
+    """GLM's objective for one sequence ``ids`` (1-D): Part A with [MASK]s, Part B the shuffled spans.
+
+    Spans never touch (at least one kept token between two spans), so each [MASK] stands
+    for exactly one span. If the Poisson draws do not fit in the sequence, the last span
+    is shortened.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> ex = glm_blank_infilling(torch.arange(40), mask_id=90, start_id=91, end_id=92, generator=g)
+    >>> torch.equal(glm_reconstruct(ex, 90, 91, 92), torch.arange(40))
+    True
+    """
+    x = _ids("ids", ids)
+    n = len(x)
+    if n < 2:
+        raise ValueError(f"ids must hold at least 2 tokens, got {n}")
+    _fraction("mask_ratio", mask_ratio)
+    if isinstance(poisson_lambda, bool) or not isinstance(poisson_lambda, (int, float)) or poisson_lambda <= 0:
+        raise ValueError(f"poisson_lambda must be a positive number, got {poisson_lambda!r}")
+    specials = [int(mask_id), int(start_id), int(end_id)]
+    if len(set(specials)) != 3:
+        raise ValueError("mask_id, start_id and end_id must be three different ids")
+    if torch.isin(x, torch.tensor(specials)).any():
+        raise ValueError("ids already contain mask_id, start_id or end_id; use ids the text never uses")
+    lengths = _poisson_lengths(math.ceil(mask_ratio * n), float(poisson_lambda), generator)
+    # Fit: k spans need sum(lengths) masked tokens plus k - 1 separators, and one kept token somewhere.
+    while lengths and sum(lengths) + len(lengths) > n:
+        excess = sum(lengths) + len(lengths) - n
+        if lengths[-1] > excess:
+            lengths[-1] -= excess
+        else:
+            lengths.pop()
+    if not lengths:
+        lengths = [1]
+    k = len(lengths)
+    free = n - sum(lengths) - (k - 1)  # kept tokens beyond the mandatory separators (>= 1)
+    # Stars and bars: k + 1 gaps (before, between, after the spans), inner gaps >= 1.
+    bars = torch.randperm(free + k, generator=generator)[:k].sort().values.tolist()
+    gaps, prev = [], -1
+    for b in bars:
+        gaps.append(b - prev - 1)
+        prev = b
+    starts, pos = [], 0
+    for i, (g, length) in enumerate(zip(gaps, lengths)):
+        pos += g + (1 if i > 0 else 0)
+        starts.append(pos)
+        pos += length
+    # Part A: the text with one [MASK] per span; remember where each [MASK] lands.
+    part_a, mask_at, cursor = [], [], 0
+    for st, length in zip(starts, lengths):
+        part_a += x[cursor:st].tolist()
+        mask_at.append(len(part_a))
+        part_a.append(int(mask_id))
+        cursor = st + length
+    part_a += x[cursor:].tolist()
+    # Part B: the spans in a random order.
+    order = torch.randperm(k, generator=generator).tolist()
+    inp, lab, pos1, pos2 = list(part_a), [-100] * len(part_a), list(range(len(part_a))), [0] * len(part_a)
+    for j in order:
+        span = x[starts[j]:starts[j] + lengths[j]].tolist()
+        inp += [int(start_id)] + span
+        lab += span + [int(end_id)]
+        pos1 += [mask_at[j]] * (lengths[j] + 1)
+        pos2 += list(range(1, lengths[j] + 2))
+    L, na = len(inp), len(part_a)
+    mask = torch.zeros(L, L, dtype=torch.bool)
+    mask[:, :na] = True  # everyone sees Part A ...
+    mask[na:, na:] = torch.ones(L - na, L - na, dtype=torch.bool).tril()  # ... B sees earlier B
+    return GLMExample(
+        input_ids=torch.tensor(inp, dtype=torch.long),
+        labels=torch.tensor(lab, dtype=torch.long),
+        position_ids=torch.tensor([pos1, pos2], dtype=torch.long),
+        attention_mask=mask,
+        n_context=na,
+        spans=[(starts[j], lengths[j]) for j in order],
+    )
+
+
+def glm_reconstruct(example: GLMExample, mask_id: int, start_id: int, end_id: int) -> torch.Tensor:
+    """Fill each [MASK] of Part A with its span from Part B (read from the labels)."""
+    if not isinstance(example, GLMExample):
+        raise TypeError(f"example must be a GLMExample, got {type(example).__name__}")
+    na = example.n_context
+    part_a = example.input_ids[:na].tolist()
+    fill: dict[int, list[int]] = {}
+    labels, pos1 = example.labels.tolist(), example.position_ids[0].tolist()
+    for i in range(na, len(labels)):
+        if labels[i] != int(end_id):
+            fill.setdefault(pos1[i], []).append(labels[i])
+    out = []
+    for i, t in enumerate(part_a):
+        out += fill.get(i, []) if t == int(mask_id) else [t]
+    return torch.tensor(out, dtype=torch.long)

@@ -1,0 +1,149 @@
+"""T5 span corruption and GLM blank infilling (issue 16 item 1): rates, span lengths, inverses."""
+
+import math
+
+import pytest
+import torch
+
+from llmbook.objectives import (GLMExample, glm_blank_infilling, glm_reconstruct, noise_span_lengths,
+                                span_corruption, t5_reconstruct)
+
+SENT = list(range(1000, 1100))
+MASK, START, END = 900, 901, 902
+
+
+@pytest.mark.parametrize("L", [2, 3, 10, 37, 100, 512])
+def test_t5_target_restores_the_input(L):
+    g = torch.Generator().manual_seed(L)
+    for _ in range(50):
+        x = torch.randint(0, 500, (L,), generator=g)
+        inp, tgt = span_corruption(x, SENT, generator=g)
+        assert torch.equal(t5_reconstruct(inp, tgt, SENT), x)
+        n_spans = int(torch.isin(inp, torch.tensor(SENT)).sum())
+        assert tgt[0].item() == SENT[0] and tgt[-1].item() == SENT[n_spans]
+        assert len(inp) + len(tgt) == L + 2 * n_spans + 1  # each span: one sentinel in, one out; plus the last
+
+
+def test_t5_corruption_rate_and_mean_span_length_match_their_parameters():
+    g = torch.Generator().manual_seed(0)
+    L, spans = 512, []
+    for _ in range(200):
+        kept, noise = noise_span_lengths(L, 0.15, 3.0, generator=g)
+        assert sum(noise) == round(L * 0.15) and sum(kept) + sum(noise) == L
+        assert min(noise) >= 1 and min(kept) >= 1 and len(kept) == len(noise) == round(77 / 3)
+        spans += noise
+    assert sum(spans) / len(spans) == pytest.approx(77 / 26)  # mean span length: 2.96, the closest to 3
+    # the layout is random: spans of many lengths, starting at many places
+    assert len(set(spans)) >= 6
+    for density, mean in [(0.3, 5.0), (0.5, 1.0)]:
+        _, noise = noise_span_lengths(1000, density, mean, generator=g)
+        assert sum(noise) == 1000 * density and sum(noise) / len(noise) == pytest.approx(mean)
+
+
+def test_t5_layout_starts_kept_ends_noise_and_is_flat_in_between():
+    # T5's layout alternates kept, noise, ..., kept, noise: the first token is never noise and
+    # the last always is (T5 appends </s> after it); in between every position is about as
+    # likely to be noise as any other.
+    g = torch.Generator().manual_seed(1)
+    hits, n = torch.zeros(40), 3000
+    for _ in range(n):
+        kept, noise = noise_span_lengths(40, 0.15, 3.0, generator=g)
+        pos = 0
+        for a, b in zip(kept, noise):
+            hits[pos + a:pos + a + b] += 1
+            pos += a + b
+    assert hits[0] == 0 and hits[-1] == n
+    assert hits.sum() == 6 * n  # round(40 * 0.15) noise tokens every time
+    rate = hits[3:30] / n  # away from the ends, where the layout forces kept / noise runs
+    assert rate.max() / rate.min() < 1.4, rate
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: span_corruption([1, 2, 3], SENT, noise_density=0), ValueError, "noise_density"),
+    (lambda: span_corruption([1, 2, 3], SENT, noise_density=1.5), ValueError, "noise_density"),
+    (lambda: span_corruption([1, 2, 3], SENT, mean_span_length=0.5), ValueError, "mean_span_length"),
+    (lambda: span_corruption([1], SENT), ValueError, "length"),
+    (lambda: span_corruption(torch.zeros(2, 5, dtype=torch.long), SENT), ValueError, "ids"),
+    (lambda: span_corruption(torch.rand(5), SENT), TypeError, "ids"),
+    (lambda: span_corruption(list(range(100)), [7]), ValueError, "sentinels"),
+    (lambda: span_corruption([1000, 2, 3, 4], SENT), ValueError, "sentinel"),
+    (lambda: span_corruption(list(range(10)), "abc"), TypeError, "sentinels"),
+])
+def test_t5_bad_input(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
+
+
+@pytest.mark.parametrize("L", [2, 5, 20, 100, 300])
+def test_glm_target_restores_the_input_and_the_layout_is_consistent(L):
+    g = torch.Generator().manual_seed(L)
+    for _ in range(40):
+        x = torch.randint(0, 500, (L,), generator=g)
+        ex = glm_blank_infilling(x, MASK, START, END, generator=g)
+        assert torch.equal(glm_reconstruct(ex, MASK, START, END), x)
+        na, n_tok = ex.n_context, len(ex.input_ids)
+        assert int((ex.input_ids[:na] == MASK).sum()) == len(ex.spans)
+        assert (ex.labels[:na] == -100).all() and (ex.position_ids[1, :na] == 0).all()
+        assert torch.equal(ex.position_ids[0, :na], torch.arange(na))
+        assert n_tok == na + sum(length + 1 for _, length in ex.spans)
+        # Part B: [START] s_1..s_l as input, s_1..s_l [END] as target, positions (mask, 1..l+1)
+        i = na
+        for start, length in ex.spans:
+            assert ex.input_ids[i] == START and ex.labels[i + length] == END
+            assert torch.equal(ex.labels[i:i + length], x[start:start + length])
+            assert torch.equal(ex.input_ids[i + 1:i + length + 1], x[start:start + length])
+            assert ex.input_ids[ex.position_ids[0, i]] == MASK
+            assert torch.equal(ex.position_ids[1, i:i + length + 1], torch.arange(1, length + 2))
+            i += length + 1
+        # spans never touch
+        s = sorted(ex.spans)
+        assert all(a + la < b for (a, la), (b, _) in zip(s, s[1:]))
+
+
+def test_glm_attention_mask_is_bidirectional_on_a_and_causal_on_b():
+    g = torch.Generator().manual_seed(3)
+    ex = glm_blank_infilling(torch.arange(60), MASK, START, END, generator=g)
+    m, na, L = ex.attention_mask, ex.n_context, len(ex.input_ids)
+    assert m[:na, :na].all() and not m[:na, na:].any()  # A sees all of A, none of B
+    assert m[na:, :na].all()  # B sees all of A
+    assert torch.equal(m[na:, na:], torch.ones(L - na, L - na, dtype=torch.bool).tril())  # and earlier B
+
+
+def test_glm_mask_ratio_and_poisson_span_lengths():
+    g = torch.Generator().manual_seed(0)
+    lengths, covered = [], []
+    for _ in range(400):
+        ex = glm_blank_infilling(torch.arange(400), MASK, START, END, generator=g)
+        covered.append(sum(length for _, length in ex.spans) / 400)
+        lengths += [length for _, length in ex.spans]
+    assert min(covered) >= 0.15  # at least 15 % masked, every time ...
+    assert sum(covered) / len(covered) < 0.15 + 3.2 / 400 + 0.005  # ... overshooting by about half a span
+    # Poisson(3) with zeros redrawn: mean 3 / (1 - e^-3) = 3.157
+    mean = sum(lengths) / len(lengths)
+    se = math.sqrt(sum((v - mean) ** 2 for v in lengths) / len(lengths) / len(lengths))
+    assert abs(mean - 3 / (1 - math.exp(-3))) < 3 * se
+
+
+def test_glm_order_of_spans_is_shuffled():
+    # Part B's first span is the leftmost one in about 1/k of the examples (k spans), not always
+    g = torch.Generator().manual_seed(5)
+    first_is_leftmost, expected = 0, 0.0
+    for _ in range(300):
+        ex = glm_blank_infilling(torch.arange(100), MASK, START, END, generator=g)
+        starts = [start for start, _ in ex.spans]
+        first_is_leftmost += starts[0] == min(starts)
+        expected += 1 / len(starts)
+    assert abs(first_is_leftmost - expected) < 4 * math.sqrt(expected)
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: glm_blank_infilling([1], MASK, START, END), ValueError, "ids"),
+    (lambda: glm_blank_infilling([1, 2, 3], MASK, MASK, END), ValueError, "start_id"),
+    (lambda: glm_blank_infilling([1, MASK, 3], MASK, START, END), ValueError, "mask_id"),
+    (lambda: glm_blank_infilling([1, 2, 3], MASK, START, END, mask_ratio=0), ValueError, "mask_ratio"),
+    (lambda: glm_blank_infilling([1, 2, 3], MASK, START, END, poisson_lambda=0), ValueError, "poisson_lambda"),
+    (lambda: glm_reconstruct("x", MASK, START, END), TypeError, "example"),
+])
+def test_glm_bad_input(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
