@@ -17,9 +17,9 @@ argmax and a crash inside ``torch.multinomial`` when sampling. On the CPU the ch
 an ordinary ``if``; on an accelerator it is ``torch._assert_async`` (no host sync inside
 a generation loop; a failure surfaces at the next synchronisation).
 
-Left out: beam search, repetition penalties, min-p, typical sampling, and speculative
-decoding. Filtering happens in the order temperature -> top-k -> top-p, as in Hugging
-Face's ``generate``.
+Beam search, repetition penalties, min-p and speculative decoding live in
+``llmbook.decoding``; typical sampling is left out. Filtering happens in the order
+temperature -> top-k -> top-p, as in Hugging Face's ``generate``.
 """
 
 from __future__ import annotations
