@@ -147,3 +147,66 @@ def test_glm_order_of_spans_is_shuffled():
 def test_glm_bad_input(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
+
+
+# ---------------------------------------------------------------------- the chapter-7b experiment helpers
+from llmbook.bert import BertConfig  # noqa: E402
+from llmbook.objectives import (BertMLM, SpanVocab, blank_examples, fill_blank_mlm, fill_blank_span,  # noqa: E402
+                                mlm_batch, span_batch, train_denoiser)
+from llmbook.transformer import Transformer, TransformerConfig  # noqa: E402
+
+TEXT = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer " * 4
+
+
+def test_span_vocab_round_trip_and_errors():
+    v = SpanVocab(TEXT)
+    assert v.decode(v.encode("not to be")) == "not to be"
+    assert v.decode([v.mask, v.sentinels[1]]) == "[MASK]<X1>"
+    assert len(v) == v.offset + len(set(TEXT))
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        v.encode("Zebra")
+    with pytest.raises(ValueError, match="chars"):
+        SpanVocab("")
+
+
+def test_batches_have_the_objectives_shapes():
+    v = SpanVocab(TEXT)
+    data = torch.tensor(v.encode(TEXT))
+    g = torch.Generator().manual_seed(0)
+    x, y = mlm_batch(data, v, 4, 32, g)
+    assert x.shape == y.shape == (4, 32) and ((y == -100) | (y >= v.offset)).all()
+    src, tgt_in, labels = span_batch(data, v, 4, 32, g)
+    assert src.shape[0] == tgt_in.shape[0] == labels.shape[0] == 4
+    assert (tgt_in[:, 0] == v.bos).all() and tgt_in.shape == labels.shape
+    assert (labels[:, 0] == v.sentinels[0]).all()  # every target starts with <X0>
+    # decoder input = labels shifted right (teacher forcing)
+    keep = labels[:, :-1] != -100
+    assert torch.equal(tgt_in[:, 1:][keep], labels[:, :-1][keep])
+
+
+def test_blank_examples_cut_whole_words_inside_the_window():
+    items = blank_examples(TEXT, 30, block=40, seed=0)
+    for window, start, n in items:
+        assert len(window) == 40 and n >= 3 and window[start:start + n].isalpha()
+        assert not window[start - 1].isalpha() and not window[start + n].isalpha()
+    assert blank_examples(TEXT, 5, block=40, seed=3) == blank_examples(TEXT, 5, block=40, seed=3)
+    with pytest.raises(ValueError, match="too short"):
+        blank_examples("a b c d e f g h i j k l m n o p q r s t u v w x y z " * 2, 3, block=40)
+
+
+def test_a_short_training_learns_and_both_fillers_answer():
+    v = SpanVocab(TEXT)
+    data = torch.tensor(v.encode(TEXT))
+    torch.manual_seed(0)
+    bert = BertMLM(BertConfig(vocab_size=len(v), hidden_size=32, n_layers=1, n_heads=2, intermediate_size=64,
+                              max_position=64, dropout=0.0, attention_dropout=0.0))
+    t5 = Transformer(TransformerConfig.tiny(vocab_size=len(v), max_len=64))
+    for model, kind in ((bert, "mlm"), (t5, "span")):
+        losses = train_denoiser(model, kind, data, v, 60, batch_size=8, block=32, lr=3e-3)
+        assert sum(losses[-10:]) < sum(losses[:10])  # it learns something
+    items = blank_examples(TEXT, 4, block=32, seed=0)
+    a, b = fill_blank_mlm(bert, v, items), fill_blank_span(t5, v, items)
+    assert [len(x) for x in a] == [n for _, _, n in items]  # BERT is told the length
+    assert all(isinstance(x, str) and len(x) <= 16 for x in b)
+    with pytest.raises(ValueError, match="kind"):
+        train_denoiser(bert, "clm", data, v, 1)

@@ -54,6 +54,14 @@ __all__ = [
     "GLMExample",
     "glm_blank_infilling",
     "glm_reconstruct",
+    "SpanVocab",
+    "BertMLM",
+    "mlm_batch",
+    "span_batch",
+    "train_denoiser",
+    "blank_examples",
+    "fill_blank_mlm",
+    "fill_blank_span",
 ]
 
 
@@ -292,3 +300,197 @@ def glm_reconstruct(example: GLMExample, mask_id: int, start_id: int, end_id: in
     for i, t in enumerate(part_a):
         out += fill.get(i, []) if t == int(mask_id) else [t]
     return torch.tensor(out, dtype=torch.long)
+
+
+# ----------------------------------------------------------------------------- a small experiment
+# Chapter 7b compares the two denoising objectives at equal budget on Shakespeare characters:
+# BERT's masked-LM (an encoder, one [MASK] per hidden character, each predicted on its own)
+# against T5's span corruption (an encoder-decoder that writes each hidden span after its
+# sentinel). The helpers below keep the notebook's cells short; the models are the book's own
+# (``llmbook.bert.Bert`` + ``MLMHead``; chapter 4's ``llmbook.transformer.Transformer``).
+
+N_SENTINELS = 16
+
+
+class SpanVocab:
+    """Characters plus the special tokens both objectives need.
+
+    Ids: 0 [PAD], 1 [MASK], 2 [BOS], 3 [EOS], 4 .. 4+N_SENTINELS-1 the sentinels, then the
+    characters of ``chars``.
+    """
+
+    SPECIALS = ["[PAD]", "[MASK]", "[BOS]", "[EOS]"] + [f"<X{i}>" for i in range(N_SENTINELS)]
+
+    def __init__(self, chars: str):
+        if not isinstance(chars, str) or not chars:
+            raise ValueError("chars must be a non-empty str (the characters of the corpus)")
+        self.chars = "".join(sorted(set(chars)))
+        self.offset = len(self.SPECIALS)
+        self.stoi = {c: i + self.offset for i, c in enumerate(self.chars)}
+        self.pad, self.mask, self.bos, self.eos = 0, 1, 2, 3
+        self.sentinels = list(range(4, 4 + N_SENTINELS))
+
+    def __len__(self) -> int:
+        return self.offset + len(self.chars)
+
+    def encode(self, text: str) -> list[int]:
+        missing = sorted(set(text) - set(self.stoi))
+        if missing:
+            raise ValueError(f"text has characters outside the vocabulary: {''.join(missing)!r}")
+        return [self.stoi[c] for c in text]
+
+    def decode(self, ids) -> str:
+        out = []
+        for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids):
+            out.append(self.chars[i - self.offset] if i >= self.offset else self.SPECIALS[i])
+        return "".join(out)
+
+
+class BertMLM(torch.nn.Module):
+    """The book's BERT encoder with its masked-LM head (no NSP): ids (B, T) -> logits (B, T, V)."""
+
+    def __init__(self, config):
+        super().__init__()
+        from .bert import Bert, MLMHead
+
+        self.bert = Bert(config)
+        self.head = MLMHead(config, self.bert.embeddings.word)
+        self.bert._init_weights(self.head.dense)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.bert(ids).last_hidden_state)
+
+
+def _windows(data: torch.Tensor, batch_size: int, block: int, g: torch.Generator) -> torch.Tensor:
+    starts = torch.randint(len(data) - block, (batch_size,), generator=g)
+    return torch.stack([data[s:s + block] for s in starts.tolist()])  # (B, block)
+
+
+def mlm_batch(data: torch.Tensor, vocab: SpanVocab, batch_size: int, block: int, g: torch.Generator):
+    """BERT's corruption of random windows: (corrupted ids, labels), both (B, block)."""
+    from .bert import mask_tokens
+
+    x = _windows(data, batch_size, block, g)
+    return mask_tokens(x, mask_id=vocab.mask, vocab_size=len(vocab), special_ids=range(vocab.offset),
+                       generator=g)
+
+
+def span_batch(data: torch.Tensor, vocab: SpanVocab, batch_size: int, block: int, g: torch.Generator):
+    """T5's corruption of random windows: (encoder inputs, decoder inputs, decoder targets), padded."""
+    srcs, tgts = [], []
+    for row in _windows(data, batch_size, block, g):
+        inp, tgt = span_corruption(row, vocab.sentinels, generator=g)
+        srcs.append(inp)
+        tgts.append(torch.cat([tgt, torch.tensor([vocab.eos])]))
+    pad = torch.nn.utils.rnn.pad_sequence
+    src = pad(srcs, batch_first=True, padding_value=vocab.pad)
+    tgt = pad(tgts, batch_first=True, padding_value=vocab.pad)
+    tgt_in = torch.cat([torch.full((len(tgts), 1), vocab.bos), tgt[:, :-1]], dim=1)
+    labels = tgt.masked_fill(tgt == vocab.pad, -100)
+    return src, tgt_in, labels
+
+
+def train_denoiser(model: torch.nn.Module, kind: str, data: torch.Tensor, vocab: SpanVocab, steps: int,
+                   batch_size: int = 32, block: int = 64, lr: float = 2e-3, seed: int = 0,
+                   progress: bool = False) -> list[float]:
+    """Train ``model`` with ``kind`` = "mlm" or "span" for ``steps`` AdamW updates; returns the losses.
+
+    The same optimiser, schedule (linear warm-up over 10 % of the steps, then cosine to 10 %),
+    batch size and window length for both objectives; only the corruption differs.
+    """
+    import torch.nn.functional as F
+
+    if kind not in ("mlm", "span"):
+        raise ValueError(f"kind must be 'mlm' or 'span', got {kind!r}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    device = next(model.parameters()).device
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    warm = max(1, steps // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: (s + 1) / warm if s < warm else 0.1 + 0.45 * (1 + math.cos(math.pi * (s - warm) / max(1, steps - warm))))
+    model.train()
+    losses = []
+    it = range(steps)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, desc=kind, leave=False)
+    for _ in it:
+        if kind == "mlm":
+            x, y = mlm_batch(data, vocab, batch_size, block, g)
+            logits = model(x.to(device))
+        else:
+            src, tgt_in, y = span_batch(data, vocab, batch_size, block, g)
+            logits = model(src.to(device), tgt_in.to(device))
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.to(device).reshape(-1), ignore_index=-100)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(loss.detach())
+    model.eval()
+    return [float(v) for v in losses]
+
+
+def blank_examples(text: str, n: int, block: int = 64, min_len: int = 3, seed: int = 0) -> list[tuple[str, int, int]]:
+    """``n`` fill-in-the-blank items from ``text``: (window, start, length) of one whole word.
+
+    Each window of ``block`` characters holds a word of >= ``min_len`` letters that is not at
+    the window's edges; that word is the blank. Deterministic for ``seed``.
+    """
+    import re
+
+    rng = torch.Generator().manual_seed(seed)
+    items = []
+    tries = 0
+    while len(items) < n:
+        tries += 1
+        if tries > 100 * n:
+            raise ValueError(f"text is too short to cut {n} windows of {block} characters with a blank")
+        s = int(torch.randint(len(text) - block, (1,), generator=rng))
+        window = text[s:s + block]
+        words = [m for m in re.finditer(r"[A-Za-z]+", window)
+                 if len(m.group()) >= min_len and 4 <= m.start() and m.end() <= block - 4]
+        if words:
+            m = words[int(torch.randint(len(words), (1,), generator=rng))]
+            items.append((window, m.start(), m.end() - m.start()))
+    return items
+
+
+@torch.no_grad()
+def fill_blank_mlm(model: torch.nn.Module, vocab: SpanVocab, items) -> list[str]:
+    """BERT's answer for each blank: one [MASK] per hidden character (it is *told* the length),
+    every masked position filled by its most likely character, all at once."""
+    device = next(model.parameters()).device
+    x = torch.tensor([vocab.encode(w) for w, _, _ in items])
+    for i, (_, s, n) in enumerate(items):
+        x[i, s:s + n] = vocab.mask
+    pred = model(x.to(device)).argmax(-1).cpu()
+    return [vocab.decode(pred[i, s:s + n]) for i, (_, s, n) in enumerate(items)]
+
+
+@torch.no_grad()
+def fill_blank_span(model, vocab: SpanVocab, items, max_new: int = 16) -> list[str]:
+    """T5's answer: the blank is one sentinel (the length is *not* given); the decoder writes
+    <X0> then the span, greedily, until it writes <X1> or [EOS]."""
+    device = next(model.parameters()).device
+    srcs = []
+    for w, s, n in items:
+        ids = vocab.encode(w)
+        srcs.append(torch.tensor(ids[:s] + [vocab.sentinels[0]] + ids[s + n:]))
+    src = torch.nn.utils.rnn.pad_sequence(srcs, batch_first=True, padding_value=vocab.pad).to(device)
+    out = model.greedy_decode(src, vocab.bos, vocab.eos, max_new_tokens=max_new).cpu()
+    answers = []
+    for row in out.tolist():
+        if row and row[0] == vocab.sentinels[0]:
+            row = row[1:]
+        span = []
+        for t in row:
+            if t == vocab.eos or t in vocab.sentinels or t == vocab.pad:
+                break
+            span.append(t)
+        answers.append(vocab.decode([t for t in span if t >= vocab.offset]))
+    return answers
