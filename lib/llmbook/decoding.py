@@ -35,7 +35,7 @@ The model protocol. Every function takes ``model`` as either the book's ``Llama`
 ``(B, T)`` long tensor and ``logits`` is ``(B, T, V)``: the next-token logits after every
 prefix (a tuple is allowed; its first element is taken, as ``GPT.forward`` returns
 ``(logits, loss)``). For the ``Llama`` family the KV cache (``llmbook.kv_cache.KVCache``) is
-used and rolled back after rejected drafts (``cache.length`` is set back); other models
+used and rolled back after rejected drafts (``cache.truncate``); other models
 recompute the whole prefix each step (correct, slower).
 
 Devices and host syncs. Prompts follow the model's device; the logits, log-probs,
