@@ -327,3 +327,22 @@ def test_ngram_draft_speculative_greedy_and_bad_inputs():
         NGramDraft(vocab_size=8, fallback_id=8)
     with pytest.raises(ValueError, match="max_ngram"):
         NGramDraft(vocab_size=8, max_ngram=0)
+
+
+def test_expected_tokens_per_round_matches_a_simulation_and_the_perfect_draft():
+    from llmbook.decoding import expected_tokens_per_round
+
+    g = torch.Generator().manual_seed(0)
+    for alpha, k in [(0.3, 2), (0.7, 4), (0.9, 6)]:
+        accept = torch.rand(200_000, k, generator=g) < alpha
+        prefix = accept.int().cumprod(dim=1).sum(dim=1)  # accepted drafted tokens before the first rejection
+        assert (prefix + 1).double().mean().item() == pytest.approx(expected_tokens_per_round(alpha, k), rel=0.01)
+    assert expected_tokens_per_round(1.0, 4) == 5.0 and expected_tokens_per_round(0.0, 3) == 1.0
+    # with the target as its own draft every round yields k + 1 tokens
+    target = _random_llama(0, n_layer=1)
+    out = speculative_generate(target, target, torch.tensor([[1, 2]]), 20, k=4, temperature=0)
+    assert out.target_calls == math.ceil(20 / expected_tokens_per_round(1.0, 4))
+    with pytest.raises(ValueError, match="alpha"):
+        expected_tokens_per_round(1.5, 2)
+    with pytest.raises(ValueError, match="k"):
+        expected_tokens_per_round(0.5, 0)

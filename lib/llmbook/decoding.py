@@ -62,7 +62,7 @@ from llmbook.device import model_device
 
 __all__ = [
     "beam_search", "BeamHypothesis", "greedy_decode", "length_penalty", "repetition_penalty", "min_p_filter",
-    "speculative_generate", "SpeculativeResult", "TruncatedLlama", "truncated_draft", "NGramDraft",
+    "speculative_generate", "SpeculativeResult", "expected_tokens_per_round", "TruncatedLlama", "truncated_draft", "NGramDraft",
 ]
 
 
@@ -372,6 +372,25 @@ def _draw(probs: torch.Tensor, temperature: float, generator: torch.Generator | 
     gen_dev = generator.device if generator is not None else probs.device
     ids = torch.multinomial(probs.reshape(-1, probs.shape[-1]).to(gen_dev), 1, generator=generator)
     return ids.to(probs.device).reshape(*probs.shape[:-1], 1)
+
+
+def expected_tokens_per_round(alpha: float, k: int) -> float:
+    """Mean tokens one round of speculative decoding yields: (1 - alpha^(k+1)) / (1 - alpha).
+
+    If each drafted token is accepted independently with probability ``alpha``, a round
+    yields the accepted prefix plus one target token (the replacement or the bonus):
+    ``1 + alpha + ... + alpha^k`` tokens on average (Leviathan et al. 2023, equation 1);
+    ``k + 1`` when ``alpha = 1``.
+
+    >>> expected_tokens_per_round(0.0, 4), expected_tokens_per_round(1.0, 4), round(expected_tokens_per_round(0.5, 2), 3)
+    (1.0, 5.0, 1.75)
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be a probability in [0, 1], got {alpha!r}")
+    _check_int("k", k, 1)
+    if alpha == 1.0:
+        return float(k + 1)
+    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
 
 
 @torch.no_grad()
