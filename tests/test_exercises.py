@@ -456,3 +456,72 @@ def test_06a_window_average_is_the_causal_average_for_a_wide_window():
 
 def test_06a_attention_params_do_not_depend_on_heads():
     assert {ex._attention_param_count(48, h) for h in (1, 2, 3, 4, 6, 8, 12)} == {4 * 48 * 48 + 4 * 48}
+
+
+# ---------------------------------------------------------------- chapter 01c (tokenizer pathologies)
+def _collapsed(E, ref, radius):
+    d = (E - E[list(ref)].mean(0)).norm(dim=1)
+    return sorted((i for i in range(E.shape[0]) if d[i] <= radius), key=lambda i: float(d[i]))
+
+
+SOLUTIONS.update({
+    "01c.1": lambda n, space: math.ceil(n / 3) + (1 if space else 0),
+    "01c.2": {"default": "text", "allow_fim_prefix": "text"},
+    "01c.3": _collapsed,
+})
+WRONG.update({
+    "01c.1": [lambda n, s: n // 3 + int(s), lambda n, s: math.ceil(n / 3), lambda n, s: n + int(s)],
+    "01c.2": [{"default": "text", "allow_fim_prefix": "error"}, {"default": "text", "allow_fim_prefix": "control"},
+              {"default": "control", "allow_fim_prefix": "control"}],
+    "01c.3": [lambda E, ref, r: sorted(_collapsed(E, ref, r)), lambda E, ref, r: [i for i in _collapsed(E, ref, r) if i not in ref],
+              lambda E, ref, r: [i for i in E.norm(dim=1).argsort().tolist()[:len(_collapsed(E, ref, r))]]],
+})
+
+
+def test_01c_number_tokens_reference_is_the_group_rule():
+    tok = ex._cl100k()
+    for s in ["7", "42", "123", "1234", "1000000", "123456789012"]:
+        assert len(tok.encode(s)) == math.ceil(len(s) / 3) and len(tok.encode(" " + s)) == math.ceil(len(s) / 3) + 1
+
+
+# ---------------------------------------------------------------- chapter 06c (decoding)
+SOLUTIONS.update({
+    "06c.1": lambda a, k: float(k + 1) if a == 1 else (1 - a ** (k + 1)) / (1 - a),
+    "06c.2": lambda n, k: math.ceil(n / (k + 1)),
+    "06c.3": {"width_1_is_greedy": True, "width_4_never_worse": False},
+})
+WRONG.update({
+    "06c.1": [lambda a, k: float(k) if a == 1 else (1 - a ** k) / (1 - a), lambda a, k: 1 + a * k],
+    "06c.2": [lambda n, k: n // (k + 1), lambda n, k: math.ceil(n / k)],
+    "06c.3": [{"width_1_is_greedy": True, "width_4_never_worse": True},
+              {"width_1_is_greedy": False, "width_4_never_worse": False}],
+})
+
+
+def test_06c_beam_trap_prunes_the_greedy_path_for_any_jitter():
+    from llmbook.decoding import beam_search, greedy_decode
+    for seed in range(20):
+        trap = ex._beam_trap(random.Random(seed))
+        fn = ex._bigram_fn(trap)
+        greedy = greedy_decode(fn, torch.tensor([0]), 3).tolist()
+        lp = sum(math.log(float(trap[x, y])) for x, y in zip([0] + greedy, greedy))
+        assert greedy[0] == 1 and beam_search(fn, torch.tensor([0]), 3, beam_width=4).logprob < lp - 1.0
+
+
+# ---------------------------------------------------------------- chapter 02b (Bahdanau attention)
+def _additive_weights(q, K, W, U, b, v):
+    return torch.softmax(torch.tanh(W @ q + K @ U.T + b) @ v, dim=-1)  # e_j = v . tanh(W q + U k_j + b)
+
+
+SOLUTIONS.update({
+    "02b.1": _additive_weights,
+    "02b.2": lambda dq, dk, da: da * (dq + dk + 2),
+    "02b.3": {"equal_keys": "uniform", "large_v": "one-hot"},
+})
+WRONG.update({
+    "02b.1": [lambda q, K, W, U, b, v: torch.softmax((W @ q + K @ U.T + b) @ v, -1),
+              lambda q, K, W, U, b, v: torch.tanh(W @ q + K @ U.T + b) @ v,
+              lambda q, K, W, U, b, v: torch.softmax(torch.tanh(W @ q + K @ U.T + b) @ v, 0).flip(0)],
+    "02b.2": [lambda dq, dk, da: da * (dq + dk), lambda dq, dk, da: da * (dq + dk + 1)],
+    "02b.3": [{"equal_keys": "unchanged", "large_v": "unchanged"}, {"equal_keys": "uniform", "large_v": "uniform"}],
+})

@@ -42,7 +42,7 @@ import torch
 __all__ = ["Verdict", "Exercise", "EXERCISES", "check", "list_exercises"]
 
 KINDS = ("derive", "complete", "predict", "widget")
-CHAPTERS = ("00", "01a", "01b", "02", "03", "04", "05", "06a", "06b", "07", "08a", "08b", "08c")
+CHAPTERS = ("00", "01a", "01b", "01c", "02", "02b", "03", "04", "05", "06a", "06b", "06c", "07", "08a", "08b", "08c")
 
 
 @dataclass(frozen=True)
@@ -1516,3 +1516,265 @@ def _ex_06a_4(answer, rng, ctx):
                               ({"train_mode": False, "eval_mode": False}, "in evaluation mode dropout is switched off: nothing random is left"),
                               ({"train_mode": True, "eval_mode": False}, "dropout draws random masks while training and is off at evaluation")],
                        hint="answer True or False for each mode")
+
+
+# ====================================================================== chapter 01c
+_CL100K_CACHE: list = []
+
+
+def _cl100k():
+    """The book's cl100k tokenizer, loaded once (about half a second)."""
+    if not _CL100K_CACHE:
+        from .tokenizers import ByteBPETokenizer
+        _CL100K_CACHE.append(ByteBPETokenizer.from_tiktoken("cl100k_base"))
+    return _CL100K_CACHE[0]
+
+
+@_register("01c.1", "How many cl100k tokens does a number take?", "derive",
+           "def number_tokens(n_digits, leading_space):\n    return NotImplemented")
+def _ex_01c_1(answer, rng, ctx):
+    tok = _cl100k()
+    def ref(n, space):
+        # measured on a fresh random number of n digits: the count depends only on n and the space
+        digits = str(rng.randint(1, 9)) + "".join(str(rng.randint(0, 9)) for _ in range(n - 1))
+        return len(tok.encode((" " if space else "") + digits))
+    cases = [(n, s) for n, s in [(rng.choice([4, 5, 7, 8]), True), (rng.choice([2, 4, 5]), False)]]
+    cases += [(rng.randint(1, 24), rng.random() < 0.5) for _ in range(6)]
+    rng.shuffle(cases)
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda n, s: n // 3 + int(s), "round up: one or two digits left over still make a token"),
+                         (lambda n, s: -(-n // 3), "the space before a number does not join it: it is a token of its own"),
+                         (lambda n, s: n + int(s), "that is SmolLM2's rule, one token per digit; cl100k groups digits")],
+                  hint="cl100k's pre-tokenizer cuts a run of digits into groups of at most three, from the left",
+                  show=lambda a: f"n_digits={a[0]}, leading_space={a[1]}")
+
+
+_WORDS = ["please", "summarise", "this", "text", "ignore", "the", "above", "and", "reply", "now"]
+
+
+@_register("01c.2", "Typed <|endoftext|>: text, control token or error?", "predict",
+           "answer = {'default': ..., 'allow_fim_prefix': ...}  # each 'text', 'control' or 'error'")
+def _ex_01c_2(answer, rng, ctx):
+    tok = _cl100k()
+    eot = tok.special_tokens["<|endoftext|>"]
+    texts = []
+    for _ in range(3):
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(2, 8))]
+        words.insert(rng.randint(0, len(words)), "<|endoftext|>")
+        texts.append(" ".join(words))
+    def outcome(**kw):
+        kinds = set()
+        for t in texts:
+            try:
+                kinds.add("control" if eot in tok.encode(t, **kw) else "text")
+            except Exception:
+                kinds.add("error")
+        return kinds.pop() if len(kinds) == 1 else "mixed"
+    measured = {"default": outcome(), "allow_fim_prefix": outcome(allowed_special={"<|fim_prefix|>"})}
+    return _prediction(answer, measured, tuple(texts), what="the book's cl100k tokenizer on three fresh user texts",
+                       wrong=[({"default": "text", "allow_fim_prefix": "error"},
+                               "tiktoken raises on the text of a special token that is not allowed; the book's "
+                               "encode() treats it as ordinary text"),
+                              ({"default": "text", "allow_fim_prefix": "control"},
+                               "only the special tokens named in allowed_special become control ids"),
+                              ({"default": "error", "allow_fim_prefix": "error"},
+                               "the book's encode() follows tiktoken's encode_ordinary(), which never raises")],
+                       hint="answer 'text', 'control' or 'error' for each call")
+
+
+@_register("01c.3", "Find the rows collapsed onto unused tokens", "complete",
+           "def collapsed(embedding, reference_ids, radius):\n    return NotImplemented  # ids, nearest first")
+def _ex_01c_3(answer, rng, ctx):
+    from .tokenizers.pathologies import collapsed_rows
+    cases = []
+    for _ in range(4):
+        g = _tgen(rng)
+        V, d = rng.randint(30, 80), rng.randint(4, 16)
+        E = 0.3 * torch.randn(V, d, generator=g)                 # ordinary rows, some with small norms
+        center = 2.0 + torch.rand(d, generator=g)                # the untrained point, far from the origin
+        planted = rng.sample(range(V), rng.randint(5, 10))
+        for i in planted:
+            E[i] = center + 0.01 * torch.randn(d, generator=g)
+        ref = planted[:rng.randint(2, 4)]
+        cases.append((E, ref, 0.1))
+    def to_first(E, ref, r):
+        dist = (E - E[ref[0]]).norm(dim=1)
+        return [int(i) for i in torch.argsort(dist) if dist[i] <= r]
+    def by_id(E, ref, r):
+        return sorted(collapsed_rows(E, ref, r))
+    def without_refs(E, ref, r):
+        return [i for i in collapsed_rows(E, ref, r) if i not in ref]
+    return _cases(answer, lambda E, ref, r: collapsed_rows(E, ref, r), cases,
+                  wrong=[(to_first, "measure the distance to the mean of all the reference rows, not to one of them"),
+                         (by_id, "return the ids nearest first (sort by distance), not by id"),
+                         (without_refs, "the reference rows are within the radius too: keep them")],
+                  hint="distance of every row to the mean of the reference rows; keep those within radius, nearest first",
+                  show=lambda a: f"an embedding {tuple(a[0].shape)}, reference_ids={a[1]}, radius={a[2]}")
+
+
+# ---------------------------------------------------------------------- chapter 06c (decoding)
+@_register("06c.1", "Tokens per round of speculative decoding", "derive",
+           "def tokens_per_round(alpha, k):\n    return NotImplemented")
+def _ex_06c_1(answer, rng, ctx):
+    from .decoding import expected_tokens_per_round
+    cases = [(round(rng.uniform(0.05, 0.95), 3), rng.randint(1, 8)) for _ in range(4)] + [(1.0, rng.randint(1, 8))]
+    rng.shuffle(cases)
+    return _cases(answer, expected_tokens_per_round, cases,
+                  wrong=[(lambda a, k: float(k) if a == 1 else (1 - a ** k) / (1 - a),
+                          "count the token the target always adds (the replacement or the bonus)"),
+                         (lambda a, k: 1 + a * k, "acceptance stops at the first rejection: token i needs all i before it"),
+                         (lambda a, k: a * k, "a round yields the accepted prefix plus one target token")],
+                  hint="the round yields i + 1 tokens when exactly the first i drafted tokens are accepted",
+                  show=lambda c: f"alpha={c[0]}, k={c[1]}")
+
+
+def _target_passes_measured(n: int, k: int) -> int:
+    from .decoding import speculative_generate
+    from .llama import Llama, LlamaConfig
+    torch.manual_seed(0)
+    target = Llama(LlamaConfig.tiny()).eval()
+    return speculative_generate(target, target, torch.tensor([[1, 2, 3]]), n, k=k, temperature=0).target_calls
+
+
+@_register("06c.2", "Target passes with a perfect draft", "derive",
+           "def target_passes(n, k):\n    return NotImplemented")
+def _ex_06c_2(answer, rng, ctx):
+    cases = [(rng.randint(1, 40), rng.randint(1, 6)) for _ in range(3)]
+    k = rng.randint(1, 5)
+    cases.append(((k + 1) * rng.randint(2, 5), k))   # a whole number of rounds
+    rng.shuffle(cases)
+    return _cases(answer, _target_passes_measured, cases,
+                  wrong=[(lambda n, k: n // (k + 1), "round up: a last, shorter round still needs a pass"),
+                         (lambda n, k: math.ceil(n / k), "a round with every draft accepted yields k + 1 tokens (the bonus)"),
+                         (lambda n, k: n, "that is plain decoding: one pass per token")],
+                  hint="each round costs one target pass and yields k + 1 tokens when every drafted token is accepted",
+                  show=lambda c: f"n={c[0]}, k={c[1]}")
+
+
+def _bigram_fn(table: torch.Tensor):
+    logp = table.log()
+    return lambda ids: logp[ids]
+
+
+def _beam_trap(rng: random.Random) -> torch.Tensor:
+    """A bigram table where greedy's first step leads to a flat branch that a beam of 4 prunes."""
+    V = 40
+    T = torch.full((V, V), 1e-6)
+    a = rng.uniform(0.38, 0.45); b = rng.uniform(0.30, 0.34)
+    T[0, 1], T[0, 2], T[0, 3] = a, b, 1 - a - b          # A (greedy), then B and C
+    T[1, 4:14] = 0.09; T[1, 4] = 0.19                    # after A: flat, token 4 a little ahead
+    T[2, 14], T[2, 15] = 0.5, 0.5                        # after B and C: two sure-ish tokens each
+    T[3, 16], T[3, 17] = 0.5, 0.5
+    T[4:14, 18] = 1.0                                    # after A's tokens: certain
+    T[14:18, :] = 1.0 / V                                # after B's and C's: flat over everything
+    T[18:, :] = 1.0 / V
+    return T / T.sum(1, keepdim=True)
+
+
+@_register("06c.3", "Is a wider beam never worse than greedy?", "predict",
+           "answer = {'width_1_is_greedy': ..., 'width_4_never_worse': ...}")
+def _ex_06c_3(answer, rng, ctx):
+    from .decoding import beam_search, greedy_decode
+    g = _tgen(rng)
+    same = True
+    for _ in range(3):
+        fn = _bigram_fn(torch.softmax(3 * torch.randn(12, 12, generator=g), -1))
+        p = torch.tensor([rng.randrange(12)])
+        same &= greedy_decode(fn, p, 6).tolist() == beam_search(fn, p, 6, beam_width=1).tokens.tolist()
+    trap = _beam_trap(rng)
+    fn = _bigram_fn(trap)
+    greedy = greedy_decode(fn, torch.tensor([0]), 3).tolist()
+    lp = lambda seq: sum(math.log(float(trap[x, y])) for x, y in zip([0] + seq, seq))
+    never_worse = beam_search(fn, torch.tensor([0]), 3, beam_width=4).logprob >= lp(greedy) - 1e-9
+    measured = {"width_1_is_greedy": bool(same), "width_4_never_worse": bool(never_worse)}
+    return _prediction(answer, measured, (), what="beam search on three random models and one built to trap it",
+                       wrong=[({"width_1_is_greedy": True, "width_4_never_worse": True},
+                               "a wide beam can prune the greedy path early, when its first step leads to a flat "
+                               "branch, and end on a less probable sequence"),
+                              ({"width_1_is_greedy": False, "width_4_never_worse": False},
+                               "a beam of one keeps the best extension at each step: exactly greedy")],
+                       hint="answer True or False for each")
+
+
+# ====================================================================== chapter 02b (Bahdanau attention)
+def _additive_module(rng: random.Random, dq: int, dk: int, da: int):
+    from .seq2seq_rnn import AdditiveAttention
+    with _seeded(rng):
+        return AdditiveAttention(dq, dk, da)
+
+
+@_register("02b.1", "Bahdanau's additive attention weights", "complete",
+           "def additive_weights(query, keys, W, U, b, v):\n    return NotImplemented  # your code here")
+def _ex_02b_1(answer, rng, ctx):
+    cases = []
+    for _ in range(4):
+        g = _tgen(rng)
+        dq, dk, da, S = rng.randint(1, 6), rng.randint(1, 6), rng.randint(2, 8), rng.randint(2, 9)
+        cases.append((torch.randn(dq, generator=g), torch.randn(S, dk, generator=g), torch.randn(da, dq, generator=g),
+                      torch.randn(da, dk, generator=g), torch.randn(da, generator=g), torch.randn(da, generator=g)))
+    def ref(q, K, W, U, b, v):
+        from .seq2seq_rnn import AdditiveAttention
+        att = AdditiveAttention(W.shape[1], U.shape[1], W.shape[0])
+        with torch.no_grad():
+            att.W.weight.copy_(W), att.U.weight.copy_(U), att.U.bias.copy_(b), att.v.weight.copy_(v[None])
+            return att(q[None], K[None])[1][0]
+    return _cases(answer, ref, cases, rel=1e-5,
+                  wrong=[(lambda q, K, W, U, b, v: torch.softmax((W @ q + K @ U.T + b) @ v, -1),
+                          "the score passes W q + U k_j + b through tanh before the dot product with v"),
+                         (lambda q, K, W, U, b, v: torch.tanh(W @ q + K @ U.T + b) @ v,
+                          "these are the scores e_j; the weights are their softmax over the keys"),
+                         (lambda q, K, W, U, b, v: torch.softmax(torch.tanh(W @ q + K @ U.T + b), 0) @ v,
+                          "take the softmax over the keys after scoring each key with v, not over the hidden units")],
+                  hint="e_j = v . tanh(W q + U k_j + b), one score per key; then softmax over j",
+                  show=lambda a: f"query of size {a[0].shape[0]}, {a[1].shape[0]} keys of size {a[1].shape[1]}, d_attn={a[2].shape[0]}")
+
+
+@_register("02b.2", "Parameters of the additive score", "derive",
+           "def additive_params(d_query, d_key, d_attn):\n    return NotImplemented")
+def _ex_02b_2(answer, rng, ctx):
+    cases = [(rng.randint(1, 300), rng.randint(1, 300), rng.randint(1, 300)) for _ in range(5)]
+    def ref(dq, dk, da):
+        return sum(p.numel() for p in _additive_module(rng, dq, dk, da).parameters())
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda dq, dk, da: da * (dq + dk), "count the bias b and the vector v too"),
+                         (lambda dq, dk, da: da * (dq + dk + 1), "v has d_attn numbers as well"),
+                         (lambda dq, dk, da: da * (dq + dk) + 1, "b and v each have d_attn numbers")],
+                  hint="W is d_attn x d_query, U is d_attn x d_key, plus the bias b and the vector v",
+                  show=lambda a: f"d_query={a[0]}, d_key={a[1]}, d_attn={a[2]}")
+
+
+@_register("02b.3", "Equal keys and a huge v", "predict",
+           "answer = {'equal_keys': ..., 'large_v': ...}  # each 'uniform', 'one-hot' or 'unchanged'")
+def _ex_02b_3(answer, rng, ctx):
+    if isinstance(answer, dict) and any(_is_placeholder(v) for v in answer.values()):
+        raise _NotAttempted()
+    dq, dk, da, S = rng.randint(2, 6), rng.randint(2, 6), rng.randint(4, 8), rng.randint(3, 7)
+    att = _additive_module(rng, dq, dk, da)
+    g = _tgen(rng)
+    for _ in range(50):  # keys whose two best scores differ clearly (no near tie for the huge v)
+        q, K = torch.randn(1, dq, generator=g), 3 * torch.randn(1, S, dk, generator=g)
+        with torch.no_grad():
+            top2 = att(q, K)[1][0].log().topk(2).values
+        if top2[0] - top2[1] > 1e-2:
+            break
+
+    def kind(w: torch.Tensor, base: torch.Tensor) -> str:
+        if (w - 1.0 / S).abs().max() < 1e-6:
+            return "uniform"
+        if w.max() > 0.99:
+            return "one-hot"
+        return "unchanged" if torch.allclose(w, base, atol=1e-6) else "other"
+    with torch.no_grad():
+        base = att(q, K)[1]
+        equal = att(q, K[:, :1].expand(1, S, dk).contiguous())[1]
+        att.v.weight.mul_(1e4)  # every score e_j multiplied by 10,000
+        large = att(q, K)[1]
+    measured = {"equal_keys": kind(equal, base), "large_v": kind(large, base)}
+    return _prediction(answer, measured, (q, K), what="a fresh additive attention on random keys",
+                       wrong=[({"equal_keys": "unchanged", "large_v": "unchanged"},
+                               "equal keys get equal scores, whatever the query; scaling v scales every score"),
+                              ({"equal_keys": "uniform", "large_v": "uniform"},
+                               "multiplying all scores by a large number sharpens the softmax onto the largest score"),
+                              ({"equal_keys": "one-hot", "large_v": "one-hot"},
+                               "with every key equal, no key can score higher than another")],
+                       hint="answer 'uniform', 'one-hot' or 'unchanged' for each case")
