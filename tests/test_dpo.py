@@ -107,3 +107,27 @@ def test_bad_shapes_for_logprobs_and_kl():
         sequence_logprobs(torch.zeros(2, 5, 7), torch.zeros(2, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="policy_logits and ref_logits"):
         token_kl(torch.zeros(2, 5, 7), torch.zeros(2, 5, 6), torch.zeros(2, 5, dtype=torch.long))
+
+
+def test_dpo_train_raises_the_margin_and_rejects_empty_pairs():
+    import copy
+
+    from llmbook.gpt import GPT, GPTConfig
+    from llmbook.post_training import dpo_train, pad_batch, sft_example
+
+    torch.manual_seed(0)
+    ref = GPT(GPTConfig.baby(vocab_size=12, n_layer=1, d_model=32, n_head=2, d_ff=64))
+    policy = copy.deepcopy(ref)
+    pairs = [(sft_example([1, k], [3]), sft_example([1, k], [4])) for k in range(5, 10)]
+    xc, yc = pad_batch([c for c, _ in pairs], 0)
+    xr, yr = pad_batch([r for _, r in pairs], 0)
+
+    def margin():
+        with torch.no_grad():
+            return float(((sequence_logprobs(policy(xc)[0], yc) - sequence_logprobs(ref(xc)[0], yc))
+                          - (sequence_logprobs(policy(xr)[0], yr) - sequence_logprobs(ref(xr)[0], yr))).mean())
+    assert margin() == pytest.approx(0.0, abs=1e-6)
+    losses = dpo_train(policy, ref, pairs, steps=20, lr=1e-2, beta=0.5, batch_size=5)
+    assert losses[0] == pytest.approx(math.log(2), rel=1e-4) and losses[-1] < losses[0] and margin() > 1.0
+    with pytest.raises(ValueError, match="pairs is empty"):
+        dpo_train(policy, ref, [], steps=1, lr=1e-3)

@@ -91,3 +91,37 @@ def test_pad_and_pack_keep_every_learned_token():
 def test_bad_inputs_name_the_parameter(call, word):
     with pytest.raises((ValueError, TypeError), match=word):
         call()
+
+
+def test_sft_train_lowers_the_answer_loss_and_score_answers_reads_choices():
+    from llmbook.post_training import score_answers, sft_train
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig.baby(vocab_size=12, n_layer=1, d_model=32, n_head=2, d_ff=64))
+    # prompt [1, k] -> answer [k + 5]: a lookup the model can learn
+    examples = [sft_example([1, k], [k + 5, 11]) for k in range(1, 6)]
+    x, y = pad_batch(examples, 0)
+    with torch.no_grad():
+        before = float(causal_lm_loss(model(x)[0], y))
+    losses = sft_train(model, examples, steps=60, lr=1e-2, batch_size=5, seed=0)
+    with torch.no_grad():
+        after = float(causal_lm_loss(model(x)[0], y))
+    assert len(losses) == 60 and after < before / 3
+    enc = lambda s: [int(c) for c in s]  # noqa: E731  ("one char = one id" for the test)
+    scores = score_answers(model, enc, ["12", "13"], ["7", "8"])
+    assert scores.shape == (2, 2) and scores.argmax(1).tolist() == [0, 1]
+    with torch.no_grad():
+        manual = causal_lm_loss(model(torch.tensor([[1, 2, 7]]))[0], torch.tensor([[-100, -100, 7]]), reduction="sum")
+    assert float(scores[0, 0]) == pytest.approx(-float(manual), rel=1e-5)
+
+
+def test_sft_loop_bad_inputs():
+    from llmbook.post_training import sft_train, speaker_questions
+
+    model = GPT(GPTConfig.baby(vocab_size=12, n_layer=1))
+    with pytest.raises(ValueError, match="examples is empty"):
+        sft_train(model, [], steps=1, lr=1e-3)
+    with pytest.raises(ValueError, match="steps must be"):
+        sft_train(model, [sft_example([1], [2])], steps=0, lr=1e-3)
+    with pytest.raises(ValueError, match="speakers must be"):
+        speaker_questions("A:\nhello there my friend", [])

@@ -30,7 +30,8 @@ import torch
 import torch.nn.functional as F
 
 __all__ = ["IGNORE_INDEX", "sft_example", "chat_segments", "segment_labels", "pad_batch", "pack_examples",
-           "causal_lm_loss", "sequence_logprobs", "bradley_terry", "dpo_loss", "DPOLoss", "token_kl"]
+           "causal_lm_loss", "sequence_logprobs", "bradley_terry", "dpo_loss", "DPOLoss", "token_kl",
+           "speaker_questions", "sft_train", "dpo_train", "score_answers"]
 
 IGNORE_INDEX = -100  # cross_entropy's default ignore_index: positions that carry no loss
 
@@ -261,3 +262,131 @@ def token_kl(policy_logits: torch.Tensor, ref_logits: torch.Tensor, labels: torc
     lq = ref_logits[:, :-1].float().log_softmax(-1)
     kl = (lp.exp() * (lp - lq)).sum(-1)                             # (B, T-1)
     return (kl * keep).sum() / keep.sum().clamp_min(1)
+
+
+# ---------------------------------------------------------------- chapter 9's small instruction set and loops
+
+def speaker_questions(part: str, speakers: Sequence[str], max_chars: int = 34,
+                      min_chars: int = 12) -> list[tuple[str, str]]:
+    r"""("Who says: <line>?\n", SPEAKER) pairs from the speeches of one part of ``load_splits("shakespeare")``.
+
+    Every line of at least ``min_chars`` characters of a speech by one of ``speakers``
+    becomes a question (cut at a word boundary to at most ``max_chars``). Taking each part
+    of ``load_splits`` apart keeps held-out questions out of training (and out of the base
+    model's pre-training text).
+
+    >>> speaker_questions("HAMLET:\nTo be, or not to be: that is the question:\n\nOPHELIA:\nGood my lord,", ["HAMLET"])
+    [('Who says: To be, or not to be: that is the?\n', 'HAMLET')]
+    """
+    if not isinstance(part, str):
+        raise TypeError(f"part must be a str (a part of load_splits), got {type(part).__name__}")
+    if not speakers or not all(isinstance(x, str) and x for x in speakers):
+        raise ValueError(f"speakers must be a non-empty list of names, got {speakers!r}")
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < min_chars:
+        raise ValueError(f"max_chars must be an int >= min_chars={min_chars}, got {max_chars!r}")
+    wanted = set(speakers)
+    out = []
+    for speech in part.rstrip("\n").split("\n\n"):
+        who, _, text = speech.partition(":\n")
+        if who not in wanted:
+            continue
+        for line in text.split("\n"):
+            line = line.strip()
+            if len(line) < min_chars:
+                continue
+            if len(line) > max_chars:
+                line = line[:max_chars + 1].rsplit(" ", 1)[0]
+            out.append((f"Who says: {line}?\n", who))
+    return out
+
+
+def sft_train(model: torch.nn.Module, examples: Sequence[tuple[Sequence[int], Sequence[int]]], steps: int,
+              lr: float, batch_size: int = 16, seed: int = 0) -> list[float]:
+    """AdamW on ``causal_lm_loss`` of padded random batches of (input_ids, labels); trains what requires grad.
+
+    Returns the loss of every step. The batches depend only on ``seed``.
+    """
+    if not examples:
+        raise ValueError("examples is empty")
+    for name, v in (("steps", steps), ("batch_size", batch_size)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("model has no parameter that requires grad")
+    device = params[0].device
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        pick = torch.randint(len(examples), (batch_size,), generator=g).tolist()
+        x, y = pad_batch([examples[i] for i in pick], 0, device)
+        loss = causal_lm_loss(model(x)[0], y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    model.eval()
+    return [float(v) for v in losses]  # one host sync, after training
+
+
+def _pair_logps(model: torch.nn.Module, chosen: torch.Tensor, rejected: torch.Tensor,
+                yc: torch.Tensor, yr: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return sequence_logprobs(model(chosen)[0], yc), sequence_logprobs(model(rejected)[0], yr)
+
+
+def dpo_train(policy: torch.nn.Module, reference: torch.nn.Module,
+              pairs: Sequence[tuple[tuple[Sequence[int], Sequence[int]], tuple[Sequence[int], Sequence[int]]]],
+              steps: int, lr: float, beta: float = 0.1, batch_size: int = 16, seed: int = 0) -> list[float]:
+    """DPO on (chosen example, rejected example) pairs, each an (input_ids, labels) pair; ``reference`` stays frozen."""
+    if not pairs:
+        raise ValueError("pairs is empty: DPO needs at least one preference pair")
+    for name, v in (("steps", steps), ("batch_size", batch_size)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    params = [p for p in policy.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("policy has no parameter that requires grad")
+    device = params[0].device
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    reference.eval()
+    policy.train()
+    losses = []
+    for _ in range(steps):
+        pick = torch.randint(len(pairs), (batch_size,), generator=g).tolist()
+        xc, yc = pad_batch([pairs[i][0] for i in pick], 0, device)
+        xr, yr = pad_batch([pairs[i][1] for i in pick], 0, device)
+        with torch.no_grad():
+            rc, rr = _pair_logps(reference, xc, xr, yc, yr)
+        pc, pr = _pair_logps(policy, xc, xr, yc, yr)
+        loss = dpo_loss(pc, pr, rc, rr, beta=beta).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    policy.eval()
+    return [float(v) for v in losses]
+
+
+@torch.no_grad()
+def score_answers(model: torch.nn.Module, encode: Callable[[str], list[int]], prompts: Sequence[str],
+                  candidates: Sequence[str], batch_size: int = 256) -> torch.Tensor:
+    """log p(candidate | prompt) for every prompt and candidate answer: a (len(prompts), len(candidates)) tensor.
+
+    The model's choice among the candidates is the row's argmax: a multiple-choice reading
+    of a generative model that needs no sampling.
+    """
+    if not prompts or not candidates:
+        raise ValueError("prompts and candidates must both be non-empty")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    examples = [sft_example(encode(p), encode(c)) for p in prompts for c in candidates]
+    out = []
+    for s in range(0, len(examples), batch_size):
+        x, y = pad_batch(examples[s:s + batch_size], 0, device)
+        out.append(sequence_logprobs(model(x)[0], y))
+    model.train(was_training)
+    return torch.cat(out).view(len(prompts), len(candidates))
