@@ -525,3 +525,22 @@ WRONG.update({
     "02b.2": [lambda dq, dk, da: da * (dq + dk), lambda dq, dk, da: da * (dq + dk + 1)],
     "02b.3": [{"equal_keys": "unchanged", "large_v": "unchanged"}, {"equal_keys": "uniform", "large_v": "uniform"}],
 })
+
+
+# ---------------------------------------------------------------- chapter 09 (post-training)
+def _dpo_pair_loss(pc, pr, rc, rr, beta):
+    z = beta * ((pc - rc) - (pr - rr))
+    return math.log1p(math.exp(-z))  # -log sigmoid(z)
+
+
+SOLUTIONS.update({
+    "09.1": lambda p, a: [-100] * len(p) + list(a),
+    "09.2": lambda d_in, d_out, r: r * (d_in + d_out),
+    "09.3": _dpo_pair_loss,
+})
+WRONG.update({
+    "09.1": [lambda p, a: list(p) + list(a), lambda p, a: list(p) + [-100] * len(a)],
+    "09.2": [lambda d_in, d_out, r: d_in * d_out, lambda d_in, d_out, r: r * d_in * d_out],
+    "09.3": [lambda pc, pr, rc, rr, beta: math.log1p(math.exp(-beta * (pc - pr))),
+             lambda pc, pr, rc, rr, beta: _dpo_pair_loss(pc, pr, rc, rr, -beta)],
+})

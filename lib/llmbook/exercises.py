@@ -42,7 +42,7 @@ import torch
 __all__ = ["Verdict", "Exercise", "EXERCISES", "check", "list_exercises"]
 
 KINDS = ("derive", "complete", "predict", "widget")
-CHAPTERS = ("00", "01a", "01b", "01c", "02", "02b", "03", "04", "05", "06a", "06b", "06c", "07", "08a", "08b", "08c")
+CHAPTERS = ("00", "01a", "01b", "01c", "02", "02b", "03", "04", "05", "06a", "06b", "06c", "07", "08a", "08b", "08c", "09")
 
 
 @dataclass(frozen=True)
@@ -1778,3 +1778,55 @@ def _ex_02b_3(answer, rng, ctx):
                               ({"equal_keys": "one-hot", "large_v": "one-hot"},
                                "with every key equal, no key can score higher than another")],
                        hint="answer 'uniform', 'one-hot' or 'unchanged' for each case")
+
+
+# ====================================================================== chapter 09
+@_register("09.1", "Labels for supervised fine-tuning", "complete",
+           "def sft_labels(prompt_ids, answer_ids):\n    return NotImplemented  # your code here")
+def _ex_09_1(answer, rng, ctx):
+    from .post_training import sft_example
+    cases = [([rng.randrange(1, 80) for _ in range(rng.randint(1, 12))],
+              [rng.randrange(1, 80) for _ in range(rng.randint(1, 8))]) for _ in range(6)]
+    return _cases(lambda p, a: list(_call(answer, list(p), list(a))), lambda p, a: sft_example(p, a)[1], cases,
+                  wrong=[(lambda p, a: p + a, "the prompt's positions must carry no loss: -100 there"),
+                         (lambda p, a: p + [-100] * len(a), "it is the other way round: the answer is learned, the prompt masked"),
+                         (lambda p, a: [-100] * len(a), "one label per position of prompt + answer")],
+                  hint="one label per token of prompt + answer: -100 where no loss is taken, the token id where it is",
+                  show=lambda a: f"prompt_ids={a[0]}, answer_ids={a[1]}")
+
+
+@_register("09.2", "Trainable numbers of one LoRA adapter", "derive",
+           "def lora_trainable(d_in, d_out, r):\n    return NotImplemented  # your formula here")
+def _ex_09_2(answer, rng, ctx):
+    from torch import nn
+
+    from .lora import LoRALinear
+    cases = [(rng.randint(1, 64), rng.randint(1, 64), rng.randint(1, 8)) for _ in range(5)]
+
+    def ref(d_in, d_out, r):
+        with _seeded(rng):
+            layer = LoRALinear(nn.Linear(d_in, d_out), r=r)
+        return sum(p.numel() for p in layer.parameters() if p.requires_grad)
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda i, o, r: i * o, "that is the frozen weight W; LoRA trains two thin matrices instead"),
+                         (lambda i, o, r: r * i * o, "A is r x d_in and B is d_out x r: add their sizes"),
+                         (lambda i, o, r: r * (i + o) + o, "the bias stays frozen with W")],
+                  hint="count the numbers of A and of B",
+                  show=lambda a: f"d_in={a[0]}, d_out={a[1]}, r={a[2]}")
+
+
+@_register("09.3", "The DPO loss of one pair", "complete",
+           "def dpo_pair_loss(pc, pr, rc, rr, beta):\n    return NotImplemented  # your code here")
+def _ex_09_3(answer, rng, ctx):
+    from .post_training import dpo_loss
+    cases = [tuple(-rng.uniform(0.5, 30) for _ in range(4)) + (rng.choice([0.05, 0.1, 0.5, 1.0]),) for _ in range(6)]
+
+    def ref(pc, pr, rc, rr, beta):
+        return float(dpo_loss(*(torch.tensor([v], dtype=torch.float64) for v in (pc, pr, rc, rr)), beta=beta).loss)
+    softplus = lambda z: math.log1p(math.exp(-abs(z))) + max(-z, 0.0)  # noqa: E731  (-log sigmoid z)
+    return _cases(lambda *a: float(_call(answer, *a)), ref, cases, rel=1e-5,
+                  wrong=[(lambda pc, pr, rc, rr, b: softplus(b * (pc - pr)), "the reference policy is missing: use log pi - log pi_ref"),
+                         (lambda pc, pr, rc, rr, b: softplus(-b * ((pc - rc) - (pr - rr))), "the sign is flipped: the chosen answer should win"),
+                         (lambda pc, pr, rc, rr, b: softplus((pc - rc) - (pr - rr)), "multiply the difference by beta")],
+                  hint="loss = -log sigmoid(beta * [(log pi(chosen) - log pi_ref(chosen)) - (same for rejected)])",
+                  show=lambda a: "pc={:.3g}, pr={:.3g}, rc={:.3g}, rr={:.3g}, beta={}".format(*a))
