@@ -8,6 +8,7 @@ The fixture ``lab`` offers:
 
 - ``lab.open(path)``: open a notebook (path relative to the repo root), Run All, wait
   until the kernel is idle and a ``.llmbook-view`` is attached;
+- ``lab.open_unrun(path)``: open a notebook without running any cell;
 - ``lab.view_png(index=0)``: PNG bytes of the index-th ``.llmbook-view``;
 - ``lab.move_slider(name, steps)``, ``lab.set_slider(name, value)``,
   ``lab.set_text(name, text)``, ``lab.select(name, label)``, ``lab.toggle(name)``,
@@ -173,6 +174,15 @@ class Lab:
         self.wait_idle(timeout_s=timeout_s)
         self._dismiss_toasts()
         self._raise_if_cell_error()
+
+    def open_unrun(self, path: str) -> None:
+        """Open a notebook without running it (the reader's view before any cell has run)."""
+        if not (REPO / path).exists():
+            raise FileNotFoundError(f"notebook {path} does not exist")
+        self.page.goto(f"{self.server.url}/lab/tree/{path}", wait_until="domcontentloaded")
+        self.page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="attached", timeout=90_000)
+        self._dismiss_toasts()
+        self.wait_idle(timeout_s=90)
 
     def _run_all(self) -> None:
         page = self.page

@@ -28,3 +28,56 @@ def test_positional_explorer(lab):
     assert lab.view_png() == rope  # the last good picture stays
     lab.set_text("dims", "0, 2")
     assert lab.error_text().strip() == ""
+
+
+# ----------------------------------------------------------------- exercise cells (issue 14)
+def _cell_index(cells, *texts: str) -> int:
+    """Index of the first notebook cell whose text holds every one of ``texts``."""
+    for i in range(cells.count()):
+        content = cells.nth(i).text_content() or ""
+        if all(t in content for t in texts):
+            return i
+    raise AssertionError(f"no cell holds {texts}")
+
+
+def _run_cell(lab, cell) -> None:
+    """Select a code cell through its editor, run it with Shift+Enter, wait for the kernel."""
+    cell.scroll_into_view_if_needed()
+    cell.locator(".jp-InputArea-editor").click()
+    lab.page.keyboard.press("Shift+Enter")
+    lab.page.wait_for_timeout(500)
+    lab.wait_idle(timeout_s=180)
+
+
+def test_exercise_cells_in_the_chapter(lab):
+    """The real chapter: the solution is collapsed, and a wrong answer gets the checker's inline message."""
+    lab.open_unrun("notebooks/05_positional_encoding.ipynb")
+    cells = lab.page.locator(".jp-Notebook .jp-Cell")
+    answer_at = _cell_index(cells, "def pe_norm2(d):", "NotImplemented")
+    answer, check_cell, solution = cells.nth(answer_at), cells.nth(answer_at + 1), cells.nth(answer_at + 2)
+    assert 'check("05.1", pe_norm2)' in (check_cell.text_content() or "")
+
+    # The solution shows only JupyterLab's collapsed-input placeholder, not its code.
+    solution.scroll_into_view_if_needed()
+    assert solution.locator(".jp-InputPlaceholder").first.is_visible()
+    assert not solution.locator(".jp-InputArea-editor").first.is_visible()
+    assert not solution.get_by_text("assert check(").first.is_visible()
+    lab.save_screenshot("ch05_exercise_collapsed")
+
+    # The imports cell defines check(); then a wrong answer: every entry counted as if it squared to 1.
+    _run_cell(lab, cells.nth(_cell_index(cells, "from llmbook.exercises import check")))
+    answer.scroll_into_view_if_needed()
+    answer.locator(".jp-InputArea-editor").click()
+    lab.page.keyboard.press("Control+A")
+    lab.page.keyboard.insert_text("def pe_norm2(d):\n    return d")
+    lab.page.keyboard.press("Shift+Enter")
+    lab.page.wait_for_timeout(500)
+    lab.wait_idle(timeout_s=60)
+    _run_cell(lab, check_cell)
+    out = check_cell.locator(".jp-OutputArea-output").first
+    out.wait_for(state="visible", timeout=30_000)
+    text = out.inner_text()
+    lab.save_screenshot("ch05_exercise_wrong_answer")
+    assert "05.1 not yet" in text, text
+    assert "only half the entries are sines" in text, text  # the hint for this wrong answer
+    assert "d / 2" not in text and "d/2" not in text  # the verdict never prints the solution
