@@ -32,11 +32,20 @@ def test_positional_explorer(lab):
 
 # ----------------------------------------------------------------- exercise cells (issue 14)
 def _cell_index(cells, *texts: str) -> int:
-    """Index of the first notebook cell whose text holds every one of ``texts``."""
-    for i in range(cells.count()):
-        content = cells.nth(i).text_content() or ""
-        if all(t in content for t in texts):
-            return i
+    """Index of the first notebook cell whose text holds every one of ``texts``.
+
+    JupyterLab renders cells lazily, so the notebook is scrolled down until the cell appears.
+    """
+    page = cells.page
+    for _ in range(80):
+        for i in range(cells.count()):
+            content = cells.nth(i).text_content() or ""
+            if all(t in content for t in texts):
+                return i
+        page.evaluate("""() => { const p = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')
+                                     || document.querySelector('.jp-NotebookPanel .jp-Notebook');
+                                 p.scrollTop += p.clientHeight; }""")
+        page.wait_for_timeout(300)
     raise AssertionError(f"no cell holds {texts}")
 
 
