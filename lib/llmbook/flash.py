@@ -139,7 +139,7 @@ def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     mask = None
     if causal:
         T, S = q.shape[-2], k.shape[-2]
-        mask = torch.ones(T, S, dtype=torch.bool, device=q.device).tril() if T != S else causal_mask(T, q.device)
+        mask = causal_mask(T, S, device=q.device)  # top-left aligned, as SDPA's is_causal
     return scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)
 
 
