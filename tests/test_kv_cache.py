@@ -107,3 +107,39 @@ def test_kv_cache_overflow_and_bad_truncate():
         m(torch.tensor([[1, 2]]), cache=cache)
     with pytest.raises(ValueError, match="n must be"):
         cache.truncate(5)
+
+
+# ------------------------------------------------- no second definition (grep, issue 13 item 4)
+def test_no_second_definition_in_the_library_or_the_notebooks():
+    """One causal mask (``attention.causal_mask``), one cache class (``kv_cache.KVCache``), one
+    ``generate`` per model family; no library module or notebook builds a causal mask by hand
+    with ``tril``/``triu``. Allowed: chapter 6a's step 2, which derives the averaging matrix
+    with ``torch.tril`` and asserts it equal to the softmax over ``causal_mask``, and asserts
+    that attention weights are zero above the diagonal (``.triu(1)`` in an ``assert``)."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    owner = {r"def causal_mask\b": {"attention.py"}, r"class \w*Cache\b": {"kv_cache.py"},
+             r"def generate\b": {"gpt.py", "llama.py"}, r"\b(tril|triu)\(": {"attention.py"}}
+    found = []
+    for path in sorted((root / "lib" / "llmbook").rglob("*.py")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            for pattern, allowed in owner.items():
+                if re.search(pattern, code) and path.name not in allowed and ">>>" not in line:
+                    found.append(f"{path.relative_to(root)}:{n}: {line.strip()}")
+    for path in sorted((root / "notebooks").glob("*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for i, cell in enumerate(nb["cells"]):
+            if cell["cell_type"] != "code":
+                continue
+            for line in "".join(cell["source"]).splitlines():
+                code = line.split("#", 1)[0]
+                if re.search(r"def causal_mask\b|class \w*Cache\b|def generate\b", code):
+                    found.append(f"{path.name} cell {i}: {line.strip()}")
+                elif re.search(r"\b(tril|triu)\(", code) and not code.lstrip().startswith("assert") and not (
+                        path.name == "06a_build_gpt.ipynb" and code.startswith("A = torch.tril(")):
+                    found.append(f"{path.name} cell {i}: {line.strip()}")
+    assert not found, "a second definition of the causal mask, the KV cache or generate:\n" + "\n".join(found)

@@ -47,6 +47,8 @@ from typing import Sequence
 
 import torch
 
+from .attention import causal_mask
+
 __all__ = [
     "noise_span_lengths",
     "span_corruption",
@@ -274,7 +276,7 @@ def glm_blank_infilling(ids, mask_id: int, start_id: int, end_id: int, mask_rati
     L, na = len(inp), len(part_a)
     mask = torch.zeros(L, L, dtype=torch.bool)
     mask[:, :na] = True  # everyone sees Part A ...
-    mask[na:, na:] = torch.ones(L - na, L - na, dtype=torch.bool).tril()  # ... B sees earlier B
+    mask[na:, na:] = causal_mask(L - na)  # ... B sees earlier B (the book's one causal mask)
     return GLMExample(
         input_ids=torch.tensor(inp, dtype=torch.long),
         labels=torch.tensor(lab, dtype=torch.long),

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from ..attention import causal_mask
 from .widget import Explorer
 
 __all__ = ["attention_heatmap", "attention_grid", "rescale_attention", "attention_explorer", "MAX_LABELS", "GRID_LABELS"]
@@ -205,7 +206,7 @@ def rescale_attention(weights, scale: float = 1.0, causal: bool = False) -> torc
         Tq, Tk = w.shape[-2:]
         if Tq != Tk:
             raise ValueError(f"causal masking needs square weights (self-attention), got {Tq} x {Tk}")
-        scores = scores.masked_fill(~torch.ones(Tq, Tk, dtype=torch.bool).tril(), float("-inf"))
+        scores = scores.masked_fill(~causal_mask(Tq, device=scores.device), float("-inf"))
     dead = torch.isneginf(scores).all(-1, keepdim=True)
     out = torch.softmax(scores.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
     return out.to(weights.dtype) if weights.is_floating_point() else out  # computed in float64
