@@ -299,16 +299,42 @@ WRONG = {
 }
 
 WIDGETS = sorted(e.id for e in EXERCISES.values() if e.kind == "widget")
-WIDGET_WRONG = {  # a wrong report per widget exercise: the value nudged beyond the reading tolerance
-    "00.5": lambda r: {**r, "prob": r["prob"] + 0.1},
-    "01a.4": lambda r: {**r, "n_tokens": len(r["text"])},
-    "01b.4": lambda r: {**r, "n_tokens": len(r["text"])},
-    "04.5": lambda r: {**r, "bn_change": r["bn_change"] + 0.05},
-    "05.5": lambda r: {**r, "value": r["value"] + 0.2},
-    "06b.5": lambda r: {**r, "n_kept": r["n_kept"] + 1},
+def _n_kept_without_top_p(r):
+    from llmbook.sampling import kept_mask
+    m, v = _gpt_and_vocab()
+    with torch.no_grad():
+        logits = m(torch.tensor([v.encode(r["prompt"])]))[0][0, -1]
+    return int(kept_mask(logits).sum())
+
+
+def _bpe_count(r, merges):
+    from llmbook.viz.bpe import bpe_trace, tokenizer_at
+    return len(tokenizer_at(bpe_trace(r["text"], r["level"], 300), merges).encode(r["text"]))
+
+
+def _pe(pos, dim):
+    from llmbook.positional import sinusoidal_encoding
+    return round(float(sinusoidal_encoding(pos + 1, 64)[pos, dim]), 2)
+
+
+WIDGET_WRONG = {  # plausible wrong reports per widget exercise: misreadings, each beyond the reading tolerance
+    "00.5": [lambda r: {**r, "prob": r["prob"] + 0.1},
+             lambda r: {**r, "prob": round(float(_lm().prob_next(r["prompt"], 1.0)[1][_lm().prob_next(r["prompt"], 1.0)[0].index(r["char"])]), 3)}],  # read at T = 1
+    "01a.4": [lambda r: {**r, "n_tokens": len(r["text"])},  # before any merge
+              lambda r: {**r, "n_tokens": _bpe_count(r, r["merges"] - 1)}],  # one merge short
+    "01b.4": [lambda r: {**r, "n_tokens": len(r["text"])},  # the characters
+              lambda r: {**r, "tokenizer": "chars"}],  # the count of another tokenizer's row
+    "04.5": [lambda r: {**r, "bn_change": r["bn_change"] + 0.05},
+             lambda r: {**r, "bn_change": round(__import__("llmbook.viz.norm", fromlist=["norm_stats"]).norm_stats(
+                 r["batch_size"], r["padded_length"], r["seed"])["ln_change"], 3)}],  # LayerNorm's panel
+    "05.5": [lambda r: {**r, "value": r["value"] + 0.2},
+             lambda r: {**r, "value": _pe(r["position"] + 1, r["dim"])}],  # positions counted from 1
+    "06b.5": [lambda r: {**r, "n_kept": r["n_kept"] + 1},
+              lambda r: {**r, "n_kept": _n_kept_without_top_p(r)}],  # the top-p filter forgotten
 }
 for _w in ("03.5", "07.6", "08a.5"):
-    WIDGET_WRONG[_w] = lambda r: {**r, "weight": round(float(ATT[1, 2, 1, 4]), 2)}  # the transposed cell
+    WIDGET_WRONG[_w] = [lambda r: {**r, "weight": round(float(ATT[1, 2, 1, 4]), 2)},  # the transposed cell
+                        lambda r: {**r, "weight": round(float(ATT[1, 1, 4, 1]), 2)}]  # another head's cell
 
 
 def _solution(eid):
@@ -366,8 +392,8 @@ def test_placeholders_not_attempted(eid, capsys):
 
 @pytest.mark.parametrize("eid", list(EXERCISES))
 def test_wrong_answers_fail_with_hint(eid, capsys):
-    wrongs = [WIDGET_WRONG[eid](_widget_solution(eid))] if eid in WIDGETS else WRONG[eid]
-    assert len(wrongs) >= (1 if eid in WIDGETS else 2)
+    wrongs = [w(_widget_solution(eid)) for w in WIDGET_WRONG[eid]] if eid in WIDGETS else WRONG[eid]
+    assert len(wrongs) >= 2
     for w in wrongs:
         v = check(eid, w, **_ctx(eid))  # must not raise
         out = capsys.readouterr().out
