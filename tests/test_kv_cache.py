@@ -114,15 +114,17 @@ def test_no_second_definition_in_the_library_or_the_notebooks():
     """One causal mask (``attention.causal_mask``), one cache class (``kv_cache.KVCache``), one
     ``generate`` per model family; no library module or notebook builds a causal mask by hand
     with ``tril``/``triu``. Allowed: chapter 6a's step 2, which derives the averaging matrix
-    with ``torch.tril`` and asserts it equal to the softmax over ``causal_mask``, and asserts
-    that attention weights are zero above the diagonal (``.triu(1)`` in an ``assert``)."""
+    with ``torch.tril`` and asserts it equal to the softmax over ``causal_mask``; asserts
+    that attention weights are zero above the diagonal (``.triu(1)`` in an ``assert``); and
+    exercise cells and their checkers (``exercises.py`` builds the plausible wrong masks it
+    names in its hints), where a mask built by hand is compared with the library's."""
     import json
     import re
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
     owner = {r"def causal_mask\b": {"attention.py"}, r"class \w*Cache\b": {"kv_cache.py"},
-             r"def generate\b": {"gpt.py", "llama.py"}, r"\b(tril|triu)\(": {"attention.py"}}
+             r"def generate\b": {"gpt.py", "llama.py"}, r"\b(tril|triu)\(": {"attention.py", "exercises.py"}}  # exercises: readers' right and wrong masks
     found = []
     for path in sorted((root / "lib" / "llmbook").rglob("*.py")):
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -133,7 +135,7 @@ def test_no_second_definition_in_the_library_or_the_notebooks():
     for path in sorted((root / "notebooks").glob("*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))
         for i, cell in enumerate(nb["cells"]):
-            if cell["cell_type"] != "code":
+            if cell["cell_type"] != "code" or "exercise" in cell.get("metadata", {}).get("llmbook", {}):
                 continue
             for line in "".join(cell["source"]).splitlines():
                 code = line.split("#", 1)[0]
