@@ -142,3 +142,49 @@ def test_bad_targets_and_models():
         merge_lora(model)
     with pytest.raises(ValueError, match="no LoRALinear"):
         merge_lora(baby())
+
+
+def test_save_and_load_an_adapter_alone(tmp_path):
+    from llmbook.lora import load_lora, lora_state_dict, save_lora
+    from llmbook.train import load_checkpoint
+
+    model = baby()
+    apply_lora(model, ["c_attn", "c_fc"], r=4, alpha=8)
+    randomise_b(model)
+    path = tmp_path / "adapter.safetensors"
+    save_lora(path, model, meta={"command": "x", "steps": 3})
+    ck = load_checkpoint(path)
+    assert set(ck["model"]) == set(lora_state_dict(model))          # only A and B are stored
+    assert ck["meta"]["steps"] == 3 and ck["meta"]["lora"]["r"] == 4 and ck["meta"]["lora"]["alpha"] == 8
+    x = torch.randint(0, 20, (2, 16))
+    fresh = baby()                                                   # the same base weights, no adapter yet
+    meta = load_lora(path, fresh)
+    assert meta["command"] == "x"
+    torch.testing.assert_close(fresh(x)[0], model(x)[0], rtol=0, atol=0)
+    assert trainable_parameters(fresh) == trainable_parameters(model)
+
+
+def test_adapter_io_bad_input(tmp_path):
+    from llmbook.lora import load_lora, save_lora
+    from llmbook.train import save_checkpoint
+
+    model = baby()
+    with pytest.raises(ValueError, match="no LoRALinear"):
+        save_lora(tmp_path / "a.safetensors", model)
+    apply_lora(model, ["c_attn"], r=2)
+    merge_lora(model)
+    with pytest.raises(ValueError, match="merged"):
+        save_lora(tmp_path / "a.safetensors", model)
+    unmerge_lora(model)
+    save_lora(tmp_path / "a.safetensors", model)
+    other = baby()
+    apply_lora(other, ["c_fc"], r=2)                                 # other layers than the file's
+    with pytest.raises(ValueError, match="does not fit"):
+        load_lora(tmp_path / "a.safetensors", other)
+    save_checkpoint(tmp_path / "plain.safetensors", baby())
+    with pytest.raises(ValueError, match="no LoRA settings"):
+        load_lora(tmp_path / "plain.safetensors", baby())
+    with pytest.raises(FileNotFoundError):
+        load_lora(tmp_path / "missing.safetensors", baby())
+    with pytest.raises(ValueError, match="keep selected no model tensor"):
+        save_checkpoint(tmp_path / "none.safetensors", baby(), keep=lambda n: False)

@@ -4,7 +4,9 @@ Covers: ``LoRALinear``, which wraps an ``nn.Linear`` of weight W (out, in) and a
 trainable update (alpha / r) B A with A (r, in) and B (out, r), B zero-initialised so that
 training starts from the frozen model exactly; dropout on the adapter's input; ``merge``
 (fold B A into W, for inference at no extra cost) and ``unmerge``; ``apply_lora`` (replace
-the named linear layers of a model, freeze everything else) and ``trainable_parameters``.
+the named linear layers of a model, freeze everything else) and ``trainable_parameters``;
+``save_lora`` / ``load_lora``: an adapter alone (A and B of every layer, a few MB) in a
+safetensors file with its settings, written and read by ``llmbook.train``'s checkpoint IO.
 
 Leaves out: quantised base weights (QLoRA), adapters on embeddings or convolutions,
 several adapters per layer, rank-stabilised scaling (rsLoRA) and DoRA.
@@ -18,13 +20,15 @@ the ``peft`` library, whose ``LoraLayer`` gives the same output for the same A a
 from __future__ import annotations
 
 import math
-from typing import Iterable
+import os
+from typing import Any, Iterable
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-__all__ = ["LoRALinear", "apply_lora", "merge_lora", "unmerge_lora", "trainable_parameters"]
+__all__ = ["LoRALinear", "apply_lora", "merge_lora", "unmerge_lora", "trainable_parameters", "lora_state_dict",
+           "save_lora", "load_lora"]
 
 
 def _check_rank_alpha(r: object, alpha: object, dropout: object) -> None:
@@ -175,3 +179,71 @@ def trainable_parameters(model: nn.Module) -> tuple[int, int]:
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     params = list(model.parameters())  # parameters() yields a tied tensor once
     return sum(p.numel() for p in params if p.requires_grad), sum(p.numel() for p in params)
+
+
+def lora_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The adapter alone: ``<layer>.lora_A`` and ``<layer>.lora_B`` of every ``LoRALinear``.
+
+    >>> m = nn.Sequential(nn.Linear(4, 4)); _ = apply_lora(m, ["0"], r=2)
+    >>> sorted(lora_state_dict(m))
+    ['0.lora_A', '0.lora_B']
+    """
+    _lora_layers(model)  # raises if there is no adapter
+    return {k: v for k, v in model.state_dict().items() if k.endswith((".lora_A", ".lora_B"))}
+
+
+def _settings(model: nn.Module) -> dict[str, Any]:
+    layers = {n: m for n, m in model.named_modules() if isinstance(m, LoRALinear)}
+    ranks = {(m.r, m.alpha) for m in layers.values()}
+    if len(ranks) != 1:
+        raise ValueError(f"save_lora needs one rank and alpha for every layer, got {sorted(ranks)}")
+    (r, alpha), = ranks
+    return {"layers": sorted(layers), "r": r, "alpha": alpha}
+
+
+def save_lora(path: str | os.PathLike, model: nn.Module, meta: dict | None = None) -> None:
+    """Write only the adapter of ``model`` (unmerged) to a safetensors file.
+
+    The file's metadata holds ``meta`` plus ``meta["lora"]``: the wrapped layer names, r and
+    alpha, so that ``load_lora`` can rebuild the adapter on a fresh copy of the base model.
+    """
+    from .train import save_checkpoint
+
+    if any(m.merged for m in _lora_layers(model)):
+        raise ValueError("model holds merged adapters; unmerge_lora(model) before saving, so A and B are stored")
+    info = dict(meta or {})
+    info["lora"] = _settings(model)
+    save_checkpoint(path, model, meta=info, keep=lambda name: name.endswith((".lora_A", ".lora_B")))
+
+
+def load_lora(path: str | os.PathLike, model: nn.Module) -> dict:
+    """Put the adapter saved by ``save_lora`` into ``model``; returns the file's metadata.
+
+    A model without adapters gets them first (``apply_lora`` on the saved layer names, r
+    and alpha); a model that already has them must have the same layers and shapes.
+    Reading goes through ``llmbook.train.load_checkpoint`` (safetensors: nothing is unpickled).
+    """
+    from .train import load_checkpoint
+
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    ck = load_checkpoint(path)
+    settings = ck["meta"].get("lora")
+    if not isinstance(settings, dict) or not {"layers", "r", "alpha"} <= set(settings):
+        raise ValueError(f"{path} holds no LoRA settings (meta['lora']); was it written by save_lora?")
+    if not any(isinstance(m, LoRALinear) for m in model.modules()):
+        apply_lora(model, settings["layers"], r=int(settings["r"]), alpha=float(settings["alpha"]))
+    mine = lora_state_dict(model)
+    saved = ck["model"]
+    if set(saved) != set(mine):
+        missing, extra = sorted(set(mine) - set(saved)), sorted(set(saved) - set(mine))
+        raise ValueError(f"{path} does not fit this model's adapters: missing {missing[:3]}, unexpected {extra[:3]}")
+    for name, t in saved.items():
+        if t.shape != mine[name].shape:
+            raise ValueError(f"{path}: {name} has shape {tuple(t.shape)}, the model's adapter {tuple(mine[name].shape)}")
+    if any(m.merged for m in _lora_layers(model)):
+        raise ValueError("model holds merged adapters; unmerge_lora(model) before loading new ones")
+    with torch.no_grad():
+        for name, t in saved.items():
+            model.get_parameter(name).copy_(t)
+    return ck["meta"]

@@ -290,17 +290,27 @@ def _write_atomic(path: Path, write: Callable[[str], None]) -> None:
 
 
 def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                    state: dict | None = None, meta: dict | None = None) -> None:
+                    state: dict | None = None, meta: dict | None = None,
+                    keep: Callable[[str], bool] | None = None) -> None:
     """Write model (and optionally optimizer) tensors plus JSON metadata to one safetensors file.
 
     ``state`` holds extra tensors (RNG states); ``meta`` JSON-serialisable values (step,
-    history, model config). Tied weights are stored once. The write is atomic.
+    history, model config). ``keep(name)`` selects the model tensors to write (e.g. only a
+    LoRA adapter's, ``llmbook.lora.save_lora``); such a partial file is read back with
+    ``load_checkpoint(path)`` and no model. Tied weights are stored once. The write is atomic.
     """
     from safetensors.torch import save_file
 
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    if keep is not None and not callable(keep):
+        raise TypeError(f"keep must be a function of a tensor name, got {type(keep).__name__}")
     model_t, aliases = _dedup_state(model)
+    if keep is not None:
+        model_t = {k: v for k, v in model_t.items() if keep(k)}
+        aliases = {a: n for a, n in aliases.items() if n in model_t and keep(a)}
+        if not model_t:
+            raise ValueError("keep selected no model tensor: nothing to save")
     tensors = {f"model.{k}": v for k, v in model_t.items()}
     info: dict = {"aliases": aliases, "meta": meta or {}}
     if optimizer is not None:
