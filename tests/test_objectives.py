@@ -40,6 +40,19 @@ def test_t5_corruption_rate_and_mean_span_length_match_their_parameters():
         assert sum(noise) == 1000 * density and sum(noise) / len(noise) == pytest.approx(mean)
 
 
+def test_t5_span_lengths_follow_the_stars_and_bars_law():
+    # N noise tokens cut into k non-empty runs at a uniformly random (k-1)-subset of the N-1 gaps:
+    # P(length = j) = C(N-j-1, k-2) / C(N-1, k-1) for every span (chapter 7b derives it)
+    L, N, k = 512, 77, 26
+    g = torch.Generator().manual_seed(7)
+    lengths = [n for _ in range(2000) for n in noise_span_lengths(L, 0.15, 3.0, generator=g)[1]]
+    assert sum(math.comb(N - j - 1, k - 2) for j in range(1, N - k + 2)) == math.comb(N - 1, k - 1)
+    for j in range(1, 11):
+        p = math.comb(N - j - 1, k - 2) / math.comb(N - 1, k - 1)
+        freq = lengths.count(j) / len(lengths)
+        assert abs(freq - p) < 5 * math.sqrt(p * (1 - p) / len(lengths)) + 1e-3, (j, freq, p)
+
+
 def test_t5_layout_starts_kept_ends_noise_and_is_flat_in_between():
     # T5's layout alternates kept, noise, ..., kept, noise: the first token is never noise and
     # the last always is (T5 appends </s> after it); in between every position is about as
