@@ -284,8 +284,8 @@ def test_truncated_draft_with_cache_matches_without():
     cache = KVCache(d.config, 1, 16)
     with torch.no_grad():
         full = d(ids)
-        a = d(ids[:, :4], cache=cache)
-        b = d(ids[:, 4:], cache=cache)
+        a = d(ids[:, :4], kv_cache=cache)
+        b = d(ids[:, 4:], kv_cache=cache)
     torch.testing.assert_close(torch.cat([a, b], 1), full, rtol=1e-5, atol=1e-5)
 
 

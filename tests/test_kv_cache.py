@@ -61,8 +61,22 @@ def test_generate_returns_prompt_then_new_tokens_for_both_models():
     assert torch.equal(llama.generate(_llama(), prompt, 0), prompt)  # nothing new: the prompt
 
 
+def test_both_models_take_the_cache_by_one_keyword():
+    import inspect
+
+    from llmbook.decoding import TruncatedLlama
+    for forward in (GPT.forward, Llama.forward, TruncatedLlama.forward):
+        params = inspect.signature(forward).parameters
+        assert "kv_cache" in params and "cache" not in params, forward.__qualname__
+        assert params["kv_cache"].default is None
+    # the blocks and attention layers below them name it the same way
+    for forward in (gpt.Block.forward, gpt.CausalSelfAttention.forward, llama.LlamaBlock.forward,
+                    llama.GroupedQueryAttention.forward):
+        assert "kv_cache" in inspect.signature(forward).parameters, forward.__qualname__
+
+
 def test_same_cache_api_in_both_models_and_truncate_rolls_back():
-    for model, call in ((_gpt(), lambda m, x, c: m(x, kv_cache=c)[0]), (_llama(), lambda m, x, c: m(x, cache=c))):
+    for model, call in ((_gpt(), lambda m, x, c: m(x, kv_cache=c)[0]), (_llama(), lambda m, x, c: m(x, kv_cache=c))):
         ids = torch.tensor([[3, 1, 4, 1, 5, 9]])
         cache = KVCache(model.config, 1, 16)
         assert not cache.allocated and cache.length == 0
@@ -102,9 +116,9 @@ def test_kv_cache_bad_input(call, exc, name):
 def test_kv_cache_overflow_and_bad_truncate():
     cache = KVCache(LlamaConfig.tiny(), 1, 4)
     m = _llama()
-    m(torch.tensor([[1, 2, 3]]), cache=cache)
+    m(torch.tensor([[1, 2, 3]]), kv_cache=cache)
     with pytest.raises(ValueError, match="KV cache full"):
-        m(torch.tensor([[1, 2]]), cache=cache)
+        m(torch.tensor([[1, 2]]), kv_cache=cache)
     with pytest.raises(ValueError, match="n must be"):
         cache.truncate(5)
 

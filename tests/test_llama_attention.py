@@ -30,8 +30,8 @@ def test_attention_with_a_cache_covers_cached_keys_causally():
     idx = torch.randint(0, 64, (1, 9))
     cache = KVCache(m.config, 1, 16)
     with torch.no_grad():
-        m(idx[:, :5], cache=cache)
-        logits, atts = m(idx[:, 5:], cache=cache, return_attention=True)  # 4 queries, 9 keys
+        m(idx[:, :5], kv_cache=cache)
+        logits, atts = m(idx[:, 5:], kv_cache=cache, return_attention=True)  # 4 queries, 9 keys
         full_logits, full_atts = m(idx, return_attention=True)
     for a, f in zip(atts, full_atts):
         assert a.shape == (1, m.config.n_head, 4, 9)

@@ -153,7 +153,7 @@ class _Stepper:
         t = ids.shape[1]
         self.seen = torch.cat([self.seen, ids], dim=1)
         if self.cache is not None:
-            return self.model(ids, cache=self.cache)[0]
+            return self.model(ids, kv_cache=self.cache)[0]
         if self.next_only:
             return self.model.next_token_logits(self.seen)[None]  # (1, V): the last position only
         return self.fn(self.seen)[0, -t:]
@@ -493,7 +493,7 @@ class TruncatedLlama(nn.Module):
     Shares every parameter with the full model (nothing is copied), so it costs no
     memory; its ``config`` is the full one with ``n_layer = n_layers`` so that a
     ``llmbook.kv_cache.KVCache`` built from it holds only those layers. ``forward(idx,
-    cache=None)`` mirrors ``Llama.forward`` (logits (B, T, V)). It reads the full
+    kv_cache=None)`` mirrors ``Llama.forward`` (logits (B, T, V)). It reads the full
     model's RoPE table through ``Llama._rope_slice`` (an internal method: the one place
     this class depends on the Llama's internals).
     """
@@ -512,18 +512,18 @@ class TruncatedLlama(nn.Module):
         self.embed_tokens, self.norm, self.lm_head = model.embed_tokens, model.norm, model.lm_head
         self.config = dataclasses.replace(model.config, n_layer=n_layers)
 
-    def forward(self, idx: torch.Tensor, cache=None) -> torch.Tensor:
+    def forward(self, idx: torch.Tensor, kv_cache=None) -> torch.Tensor:
         from llmbook.llama import _check_idx_shape
 
         _check_idx_shape(idx)
         B, T = idx.shape
-        start = cache.length if cache is not None else 0
+        start = kv_cache.length if kv_cache is not None else 0
         x = self.embed_tokens(idx)  # (B, T, D)
         cos, sin = self.full[0]._rope_slice(start, T, x)
         for i, block in enumerate(self.layers):
-            x = block(x, cos, sin, cache, i)
-        if cache is not None:
-            cache.length += T
+            x = block(x, cos, sin, kv_cache, i)
+        if kv_cache is not None:
+            kv_cache.length += T
         return self.lm_head(self.norm(x))  # (B, T, V)
 
 

@@ -182,9 +182,9 @@ class SwiGLU(nn.Module):
 class GroupedQueryAttention(nn.Module):
     """Causal self-attention with RoPE and G key/value heads shared by H query heads.
 
-    ``forward(x, cos, sin, cache=None, layer=0, return_attention=False)``: x (B, T, D),
+    ``forward(x, cos, sin, kv_cache=None, layer=0, return_attention=False)``: x (B, T, D),
     cos/sin (T, hd) for the absolute positions of x. With a cache, the new keys and
-    values are written at positions cache.length .. cache.length + T - 1 and the queries
+    values are written at positions kv_cache.length .. kv_cache.length + T - 1 and the queries
     attend to everything cached so far. Returns (B, T, D), or also the weights
     (B, H, T, S) when ``return_attention``.
     """
@@ -199,7 +199,7 @@ class GroupedQueryAttention(nn.Module):
         self.o_proj = nn.Linear(c.n_head * c.head_dim, c.d_model, bias=False)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                cache: KVCache | None = None, layer: int = 0, return_attention: bool = False):
+                kv_cache: KVCache | None = None, layer: int = 0, return_attention: bool = False):
         B, T, D = x.shape
         H, G, hd = self.n_head, self.n_kv_head, self.head_dim
         q = self.q_proj(x).view(B, T, H, hd).transpose(1, 2)  # (B, H, T, hd)
@@ -207,9 +207,9 @@ class GroupedQueryAttention(nn.Module):
         v = self.v_proj(x).view(B, T, G, hd).transpose(1, 2)  # (B, G, T, hd)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         P = 0
-        if cache is not None:
-            P = cache.length
-            k, v = cache.append(layer, k, v)  # (B, G, S, hd): every position so far
+        if kv_cache is not None:
+            P = kv_cache.length
+            k, v = kv_cache.append(layer, k, v)  # (B, G, S, hd): every position so far
         S = P + T
         # Query i sits at absolute position P + i and may see keys 0 .. P + i.
         mask = None
@@ -245,8 +245,8 @@ class LlamaBlock(nn.Module):
         self.post_attention_layernorm = RMSNorm(config.d_model, config.norm_eps)
         self.mlp = SwiGLU(config.d_model, config.d_ff)
 
-    def forward(self, x, cos, sin, cache=None, layer=0, return_attention=False):
-        a = self.self_attn(self.input_layernorm(x), cos, sin, cache, layer, return_attention)
+    def forward(self, x, cos, sin, kv_cache=None, layer=0, return_attention=False):
+        a = self.self_attn(self.input_layernorm(x), cos, sin, kv_cache, layer, return_attention)
         att = None
         if return_attention:
             a, att = a
@@ -271,7 +271,7 @@ class Llama(nn.Module):
     Parameter names follow Hugging Face's ``LlamaForCausalLM`` (without the ``model.``
     prefix), so state dicts map one to one.
 
-    ``forward(idx, cache=None, return_attention=False)``: idx (B, T) token ids; returns
+    ``forward(idx, kv_cache=None, return_attention=False)``: idx (B, T) token ids; returns
     logits (B, T, V), or ``(logits, attentions)`` with one (B, H, T, S) tensor per layer.
 
     >>> m = Llama(LlamaConfig.tiny()); m(torch.tensor([[1, 2, 3]])).shape
@@ -304,12 +304,12 @@ class Llama(nn.Module):
         """Distinct parameters (the tied embedding counted once)."""
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, idx: torch.Tensor, cache: KVCache | None = None, return_attention: bool = False):
+    def forward(self, idx: torch.Tensor, kv_cache: KVCache | None = None, return_attention: bool = False):
         _check_idx_shape(idx)
         B, T = idx.shape
         if T == 0:
             raise ValueError("idx is empty: give at least one token")
-        start = cache.length if cache is not None else 0
+        start = kv_cache.length if kv_cache is not None else 0
         if start + T > self.config.max_seq_len:
             raise ValueError(f"{start + T} positions exceed max_seq_len={self.config.max_seq_len}")
         check_on_device("idx", idx, self.embed_tokens.weight.device)
@@ -318,12 +318,12 @@ class Llama(nn.Module):
         cos, sin = self._rope_slice(start, T, x)
         atts = []
         for i, block in enumerate(self.layers):
-            x = block(x, cos, sin, cache, i, return_attention)
+            x = block(x, cos, sin, kv_cache, i, return_attention)
             if return_attention:
                 x, a = x
                 atts.append(a)
-        if cache is not None:
-            cache.length += T
+        if kv_cache is not None:
+            kv_cache.length += T
         logits = self.lm_head(self.norm(x))  # (B, T, V)
         return (logits, atts) if return_attention else logits
 
@@ -357,7 +357,7 @@ def generate(model: Llama, idx: torch.Tensor, max_new_tokens: int, temperature: 
     out = []
     done = torch.zeros(B, dtype=torch.bool, device=device)
     seq = idx
-    logits = model(idx, cache=cache)[:, -1]  # (B, V)
+    logits = model(idx, kv_cache=cache)[:, -1]  # (B, V)
     for _ in range(max_new_tokens):
         nxt = sample_next(logits, temperature=temperature, top_k=top_k, top_p=top_p, generator=generator)  # (B,)
         out.append(nxt)
@@ -368,7 +368,7 @@ def generate(model: Llama, idx: torch.Tensor, max_new_tokens: int, temperature: 
         if len(out) == max_new_tokens:
             break
         if use_cache:
-            logits = model(nxt[:, None], cache=cache)[:, -1]
+            logits = model(nxt[:, None], kv_cache=cache)[:, -1]
         else:
             seq = torch.cat([seq, nxt[:, None]], dim=1)
             logits = model(seq)[:, -1]
