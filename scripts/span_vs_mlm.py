@@ -9,8 +9,10 @@ schedule; only the corruption differs (``llmbook.objectives.train_denoiser``).
 Evaluation: fill-in-the-blank on whole words (``blank_examples``): BERT gets one [MASK] per
 hidden character (it is told the length) and fills them all at once; T5 gets one sentinel and
 writes the word. Exact-match accuracy on ``--n-items`` blanks from the validation text for each
-seed, and once on the test text. Results (per seed, mean and standard error) go to ``--out`` with
-a "meta" record (command, steps, seeds, split).
+seed, and once on the test text; and, because a whole word is hard for a small character model,
+character accuracy: the share of the hidden characters the answer gets right in place (an answer
+of the wrong length scores only the places it has). Results (per seed, mean and standard error)
+go to ``--out`` with a "meta" record (command, steps, seeds, split).
 
     OMP_NUM_THREADS=1 python scripts/span_vs_mlm.py --out data/results/ch07b_span_vs_mlm.json
     python scripts/span_vs_mlm.py --quick --out /tmp/span_vs_mlm.json     # a smoke test
@@ -74,18 +76,21 @@ def main() -> None:
             t0 = time.time()
             losses = train_denoiser(model, kind, train, vocab, args.steps, seed=seed)
             fill = fill_blank_mlm if kind == "mlm" else fill_blank_span
-            acc = {}
+            acc, char = {}, {}
             for part, items in (("val", val_items), ("test", test_items)):
                 got = fill(model, vocab, items)
                 acc[part] = sum(a == b for a, b in zip(got, truth(items))) / len(items)
+                char[part] = sum(sum(x == y for x, y in zip(a, b)) for a, b in zip(got, truth(items))) / sum(
+                    len(b) for b in truth(items))
             runs[kind].append({"seed": seed, "params": sum(p.numel() for p in model.parameters()),
                                "final_loss": sum(losses[-50:]) / len(losses[-50:]),
                                "val_exact": acc["val"], "test_exact": acc["test"],
+                               "val_char": char["val"], "test_char": char["test"],
                                "seconds": round(time.time() - t0, 1)})
             print(kind, runs[kind][-1], flush=True)
     summary = {}
     for kind, rs in runs.items():
-        for part in ("val_exact", "test_exact"):
+        for part in ("val_exact", "test_exact", "val_char", "test_char"):
             v = [r[part] for r in rs]
             m = sum(v) / len(v)
             se = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v)) if len(v) > 1 else float("nan")
