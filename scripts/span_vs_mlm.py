@@ -11,7 +11,9 @@ hidden character (it is told the length) and fills them all at once; T5 gets one
 writes the word. Exact-match accuracy on ``--n-items`` blanks from the validation text for each
 seed, and once on the test text; and, because a whole word is hard for a small character model,
 character accuracy: the share of the hidden characters the answer gets right in place (an answer
-of the wrong length scores only the places it has). Results (per seed, mean and standard error)
+of the wrong length scores only the places it has). Both scores compare the answer without the
+spaces at its ends (pre-training spans cut across words, so T5 may write " word"). The first
+``--n-show`` validation answers of each run are kept. Results (per seed, mean and standard error)
 go to ``--out`` with a "meta" record (command, steps, seeds, split).
 
     OMP_NUM_THREADS=1 python scripts/span_vs_mlm.py --out data/results/ch07b_span_vs_mlm.json
@@ -56,6 +58,7 @@ def main() -> None:
     ap.add_argument("--d-model", type=int, default=128)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--n-items", type=int, default=500)
+    ap.add_argument("--n-show", type=int, default=10, help="validation answers kept per run")
     ap.add_argument("--quick", action="store_true", help="20 steps, 20 items, one seed (smoke test)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
@@ -78,14 +81,16 @@ def main() -> None:
             fill = fill_blank_mlm if kind == "mlm" else fill_blank_span
             acc, char = {}, {}
             for part, items in (("val", val_items), ("test", test_items)):
-                got = fill(model, vocab, items)
+                got = [a.strip() for a in fill(model, vocab, items)]  # a word has no spaces at its ends
+                if part == "val":
+                    shown = got[:args.n_show]
                 acc[part] = sum(a == b for a, b in zip(got, truth(items))) / len(items)
                 char[part] = sum(sum(x == y for x, y in zip(a, b)) for a, b in zip(got, truth(items))) / sum(
                     len(b) for b in truth(items))
             runs[kind].append({"seed": seed, "params": sum(p.numel() for p in model.parameters()),
                                "final_loss": sum(losses[-50:]) / len(losses[-50:]),
                                "val_exact": acc["val"], "test_exact": acc["test"],
-                               "val_char": char["val"], "test_char": char["test"],
+                               "val_char": char["val"], "test_char": char["test"], "val_answers": shown,
                                "seconds": round(time.time() - t0, 1)})
             print(kind, runs[kind][-1], flush=True)
     summary = {}
