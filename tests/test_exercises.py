@@ -553,6 +553,41 @@ WRONG.update({
 })
 
 
+# ---------------------------------------------------------------- chapter 08d (evaluation beyond loss)
+def _pick(choices, logprobs, n_tokens, how, length=lambda c: len(c.encode("utf-8")), best=max):
+    unit = {"sum": lambda i: 1, "per_token": lambda i: n_tokens[i], "per_byte": lambda i: length(choices[i])}[how]
+    return best(range(len(choices)), key=lambda i: logprobs[i] / unit(i))
+
+
+SOLUTIONS.update({
+    "08d.1": lambda ppl, n_tokens, n_bytes: n_tokens * math.log2(ppl) / n_bytes,
+    "08d.2": _pick,
+    "08d.3": {"winner_longest": True, "winner_shortest": False},
+})
+WRONG.update({
+    "08d.1": [lambda p, n, b: math.log2(p), lambda p, n, b: n * math.log(p) / b, lambda p, n, b: b * math.log2(p) / n],
+    "08d.2": [lambda ch, lp, n, how: _pick(ch, lp, n, how, length=len),  # characters, not bytes
+              lambda ch, lp, n, how: _pick(ch, lp, n, how, best=min),  # the lowest score
+              lambda ch, lp, n, how: _pick(ch, lp, n, "sum"),  # the normalisation ignored
+              lambda ch, lp, n, how: _pick(ch, lp, n, "per_token" if how == "per_byte" else how)],  # tokens for bytes
+    "08d.3": [{"winner_longest": True, "winner_shortest": True}, {"winner_longest": False, "winner_shortest": False},
+              {"winner_longest": False, "winner_shortest": True}],
+})
+
+
+def test_08d_per_token_never_overturns_a_longest_sum_winner():
+    """The 08d.3 property the checker measures, on a hand-made overturn and over many random items."""
+    assert ex._mc_pick(["a", "bb"], [-1.5, -2.0], [1, 2], "sum") == 0
+    assert ex._mc_pick(["a", "bb"], [-1.5, -2.0], [1, 2], "per_token") == 1  # the shortest winner overturned
+    rng = random.Random(0)
+    for _ in range(2000):
+        n = [rng.randint(1, 10) for _ in range(rng.randint(2, 5))]
+        lp = [-rng.uniform(0.01, 40) for _ in n]
+        s = max(range(len(n)), key=lp.__getitem__)
+        if n[s] == max(n):
+            assert max(range(len(n)), key=lambda i: lp[i] / n[i]) == s
+
+
 # ---------------------------------------------------------------- chapter 09 (post-training)
 def _dpo_pair_loss(pc, pr, rc, rr, beta):
     z = beta * ((pc - rc) - (pr - rr))
