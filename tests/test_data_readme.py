@@ -48,6 +48,8 @@ def recorded_meta(path: Path) -> dict:
         raw = dict(f.metadata() or {})
     if "llmbook" in raw:  # llmbook.train.save_checkpoint: one JSON blob
         return json.loads(raw["llmbook"]).get("meta", {})
+    if "extra" in raw:  # llmbook.bert.save_checkpoint: config and extra, each a JSON blob
+        return json.loads(raw["extra"]).get("meta", {})
     return raw
 
 
