@@ -13,7 +13,8 @@ seed, and once on the test text; and, because a whole word is hard for a small c
 character accuracy: the share of the hidden characters the answer gets right in place (an answer
 of the wrong length scores only the places it has). Both scores compare the answer without the
 spaces at its ends (pre-training spans cut across words, so T5 may write " word"). The first
-``--n-show`` validation answers of each run are kept. Results (per seed, mean and standard error)
+``--n-show`` validation answers of each run are kept (as written and stripped), with the number of
+distinct answers over all validation items (a model that ignores the context answers the same). Results (per seed, mean and standard error)
 go to ``--out`` with a "meta" record (command, steps, seeds, split).
 
     OMP_NUM_THREADS=1 python scripts/span_vs_mlm.py --out data/results/ch07b_span_vs_mlm.json
@@ -81,9 +82,10 @@ def main() -> None:
             fill = fill_blank_mlm if kind == "mlm" else fill_blank_span
             acc, char = {}, {}
             for part, items in (("val", val_items), ("test", test_items)):
-                got = [a.strip() for a in fill(model, vocab, items)]  # a word has no spaces at its ends
+                raw = fill(model, vocab, items)
+                got = [a.strip() for a in raw]  # a word has no spaces at its ends
                 if part == "val":
-                    shown = got[:args.n_show]
+                    shown, shown_raw, distinct = got[:args.n_show], raw[:args.n_show], len(set(raw))
                 acc[part] = sum(a == b for a, b in zip(got, truth(items))) / len(items)
                 char[part] = sum(sum(x == y for x, y in zip(a, b)) for a, b in zip(got, truth(items))) / sum(
                     len(b) for b in truth(items))
@@ -91,6 +93,7 @@ def main() -> None:
                                "final_loss": sum(losses[-50:]) / len(losses[-50:]),
                                "val_exact": acc["val"], "test_exact": acc["test"],
                                "val_char": char["val"], "test_char": char["test"], "val_answers": shown,
+                               "val_answers_raw": shown_raw, "val_distinct_answers": distinct,
                                "seconds": round(time.time() - t0, 1)})
             print(kind, runs[kind][-1], flush=True)
     summary = {}
