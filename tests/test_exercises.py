@@ -605,3 +605,48 @@ WRONG.update({
     "09.3": [lambda pc, pr, rc, rr, beta: math.log1p(math.exp(-beta * (pc - pr))),
              lambda pc, pr, rc, rr, beta: _dpo_pair_loss(pc, pr, rc, rr, -beta)],
 })
+
+
+# ---------------------------------------------------------------- chapter 07b (T5 and GLM objectives)
+def _t5_lengths(L, r, mu):
+    n = round(L * r)
+    k = round(n / mu)
+    return (L - n + k, n + k + 1)
+
+
+def _glm_mask(n_a, n_b):
+    m = torch.zeros(n_a + n_b, n_a + n_b, dtype=torch.bool)
+    m[:, :n_a] = True
+    m[n_a:, n_a:] = torch.ones(n_b, n_b).tril().bool()
+    return m
+
+
+SOLUTIONS.update({
+    "07b.1": _t5_lengths,
+    "07b.2": _glm_mask,
+    "07b.3": {"first_token": 0, "last_token": 1},
+    "07b.4": lambda lam: lam / (1 - math.exp(-lam)),
+})
+WRONG.update({
+    "07b.1": [lambda L, r, mu: (_t5_lengths(L, r, mu)[0], _t5_lengths(L, r, mu)[1] - 1),
+              lambda L, r, mu: (L - round(L * r), round(L * r))],
+    "07b.2": [lambda a, b: torch.ones(a + b, a + b).tril().bool(), lambda a, b: torch.ones(a + b, a + b, dtype=torch.bool)],
+    "07b.3": [{"first_token": 0.15, "last_token": 0.15}, {"first_token": 1, "last_token": 0}],
+    "07b.4": [lambda lam: lam, lambda lam: lam * (1 - math.exp(-lam))],
+})
+
+
+def test_07b_mean_span_formula_matches_the_library_draws():
+    from llmbook.objectives import glm_blank_infilling
+    g = torch.Generator().manual_seed(0)
+    lengths = [n for _ in range(300) for _, n in glm_blank_infilling(torch.arange(2000), 2000, 2001, 2002, generator=g).spans]
+    mean = sum(lengths) / len(lengths)
+    se = (sum((v - mean) ** 2 for v in lengths) / len(lengths)) ** 0.5 / len(lengths) ** 0.5
+    assert abs(mean - SOLUTIONS["07b.4"](3.0)) < 3 * se  # the fitting step shortens only the last span, rarely
+
+
+def test_07b_t5_lengths_reader_formula_matches_span_corruption():
+    from llmbook.objectives import span_corruption
+    for L, r, mu in [(100, 0.15, 3.0), (512, 0.15, 3.0), (37, 0.3, 2.0)]:
+        inp, tgt = span_corruption(torch.arange(L), list(range(L, 2 * L + 1)), r, mu)
+        assert (len(inp), len(tgt)) == _t5_lengths(L, r, mu)
