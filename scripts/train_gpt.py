@@ -199,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     if distributed:
         import torch.distributed as dist
 
+        # Every rank waits here before tearing gloo down: a rank that destroys the group while
+        # its peer is still inside a collective or printing can abort the peer at exit
+        # ("terminate called without an active exception", seen once on the CI machine).
+        dist.barrier()
         dist.destroy_process_group()
     return 0
 

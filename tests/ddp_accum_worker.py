@@ -38,6 +38,10 @@ def main(out: str) -> None:
     if not distributed or dist.get_rank() == 0:
         save_file({k: v.cpu().contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}, out)
     if distributed:
+        # Every rank waits here before tearing gloo down: a rank that destroys the group while
+        # its peer is still inside a collective or printing can abort the peer at exit
+        # ("terminate called without an active exception", seen once on the CI machine).
+        dist.barrier()
         dist.destroy_process_group()
 
 
