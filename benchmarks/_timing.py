@@ -19,6 +19,17 @@ benchmark here does the same four things:
    a check). A goal (``<= 1.5``, ``>= 6``) is checked at the median and at the
    pessimistic end of that spread (the upper quartile for ``<=``, the lower for ``>=``).
 
+5. **A steady allocator**: PyTorch's CPU tensors come from glibc's ``malloc``, which
+   serves every block over 32 MB with a fresh ``mmap`` and hands it back on ``free``; each
+   such tensor is then zero-filled page by page by the kernel on first touch, a cost
+   (system time, counted by the clock below) that has nothing to do with the code under
+   test and that varies with the machine's memory pressure. ``set_threads`` therefore
+   also calls ``steady_allocator()``: glibc keeps freed memory and serves big blocks from
+   its heap, so the timed repeats re-use warm pages, as PyTorch's caching allocator does on
+   a GPU and as tcmalloc or jemalloc (PyTorch's CPU tuning advice) do. Both sides of every
+   ratio run in the one process under the same setting; ``BENCH_ALLOCATOR=default``
+   turns it off, and ``bench_attention`` reports its main ratio both ways.
+
 The thread count is fixed (``set_threads``, default one thread: ``BENCH_THREADS`` changes it)
 and printed with the machine. With one thread the clock is the CPU time of the process
 (``time.process_time``): on a machine shared with other programs a single thread's CPU
@@ -219,10 +230,41 @@ def quick_mode(argv: list[str] | None = None) -> bool:
     return "--quick" in argv or os.environ.get("BENCH_QUICK", "") not in ("", "0")
 
 
+_ALLOCATOR = "glibc default"
+
+
+def steady_allocator() -> str:
+    """Ask glibc to keep freed memory and to serve big blocks from its heap (see point 5).
+
+    ``mallopt(M_MMAP_MAX, 0)``: no block gets its own ``mmap`` (so none is returned to the
+    kernel on ``free``); ``mallopt(M_TRIM_THRESHOLD, 2**31 - 1)``: the heap's free top is
+    not trimmed. Returns a description of the allocator now in use. Off with
+    ``BENCH_ALLOCATOR=default``; on anything but Linux/glibc it changes nothing.
+    """
+    global _ALLOCATOR
+    if os.environ.get("BENCH_ALLOCATOR", "steady") == "default":
+        _ALLOCATOR = "glibc default"
+        return _ALLOCATOR
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+        ok = libc.mallopt(M_MMAP_MAX, 0) == 1 and libc.mallopt(M_TRIM_THRESHOLD, 2**31 - 1) == 1
+    except (OSError, AttributeError):
+        ok = False
+    _ALLOCATOR = "glibc, steady (no mmap, no trim)" if ok else "platform default (mallopt unavailable)"
+    return _ALLOCATOR
+
+
 def set_threads(n: int | None = None) -> int:
-    """Fix torch's intra-op thread count (``n``, else ``BENCH_THREADS``, else 1); return it."""
+    """Fix torch's intra-op thread count (``n``, else ``BENCH_THREADS``, else 1); return it.
+
+    Also makes the allocator steady (``steady_allocator``), which every CPU benchmark wants.
+    """
     import torch
 
+    steady_allocator()
     if n is None:
         n = int(os.environ.get("BENCH_THREADS", "1"))
     torch.set_num_threads(n)
@@ -251,13 +293,15 @@ def machine_info() -> dict:
         "python": platform.python_version(),
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "load_average_1min": round(os.getloadavg()[0], 2),
+        "allocator": _ALLOCATOR,
     }
 
 
 def print_machine(info: dict | None = None) -> dict:
     info = machine_info() if info is None else info
     print(f"torch {info['torch']}, {info['threads']} thread(s), {info['cores']} cores ({info['cpu']}), "
-          f"load average {info['load_average_1min']}, clock: {info['clock']}", flush=True)
+          f"load average {info['load_average_1min']}, clock: {info['clock']}, "
+          f"allocator: {info.get('allocator', 'glibc default')}", flush=True)
     return info
 
 
@@ -334,4 +378,4 @@ class Results:
 
 
 __all__ = ["Timing", "Ratio", "Results", "measure", "default_clock", "clock_name", "ratio", "throughput", "schedule", "quartiles",
-           "goal_holds", "quick_mode", "set_threads", "machine_info", "print_machine"]
+           "goal_holds", "quick_mode", "set_threads", "steady_allocator", "machine_info", "print_machine"]

@@ -23,6 +23,9 @@ ranges, ratios from paired medians, goals checked at the pessimistic end of the 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -32,7 +35,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _timing import Results, measure, print_machine, quick_mode, ratio, set_threads  # noqa: E402
+from _timing import Ratio, Results, measure, print_machine, quick_mode, ratio, set_threads  # noqa: E402
 
 from llmbook.attention import MultiHeadAttention, additive_attention, scaled_dot_product_attention  # noqa: E402
 
@@ -72,6 +75,7 @@ def main(argv=None) -> None:
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="the small size and 3 repeats (also BENCH_QUICK=1)")
+    ap.add_argument("--mha-only-json", default=None, help=argparse.SUPPRESS)  # the child run, see below
     args = ap.parse_args(argv)
     quick = quick_mode(argv)
     if quick:
@@ -106,6 +110,27 @@ def main(argv=None) -> None:
     )
     for timing in t.values():
         print(f"  {timing}", flush=True)
+    if args.mha_only_json:  # the child: hand the explicit/bare pairs back and stop
+        r = ratio(t["explicit"], t["bare_sdpa"])
+        Path(args.mha_only_json).write_text(json.dumps({"value": r.value, "spread": r.spread, "pairs": r.pairs,
+                                                         "ratio_of_medians": r.ratio_of_medians}))
+        return
+    default_malloc = None
+    if device.type == "cpu":
+        # The same MHA measurement once more in a child process under glibc's default
+        # allocator (every T x T buffer a fresh, kernel-zeroed mmap): reported beside the
+        # steady-allocator ratio so the reader sees what the allocator is worth.
+        out = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_attention_child_{os.getpid()}.json"
+        cmd = [sys.executable, __file__, "--mha-only-json", str(out), "--reps", str(args.reps), "--batch", str(args.batch)]
+        cmd += ["--small"] if args.small else []
+        print("MHA again under glibc's default allocator (a child process):", flush=True)
+        child = subprocess.run(cmd, env={**os.environ, "BENCH_ALLOCATOR": "default"}, capture_output=True, text=True)
+        print("\n".join("  " + ln.strip() for ln in child.stdout.splitlines() if "median" in ln), flush=True)
+        if child.returncode != 0:
+            raise SystemExit(f"the default-allocator child run failed:\n{child.stderr[-2000:]}")
+        d = json.loads(out.read_text())
+        out.unlink()
+        default_malloc = Ratio(d["value"], tuple(d["spread"]), d["pairs"], d["ratio_of_medians"])
 
     # Additive vs dot product: same q, k, v; d_h = d_k.
     Ba, Ta, dk = (4, 256, 64) if not args.small else (2, 128, 64)
@@ -132,6 +157,10 @@ def main(argv=None) -> None:
     res.add("mha_explicit_ratio_vs_sdpa", ratio(t["explicit"], t["bare_sdpa"]), goal="<= 1.5",
             higher_is_better=False, reference="bare F.scaled_dot_product_attention",
             description=f"MultiHeadAttention(return_attention=True), the written-out path / bare SDPA, {size}")
+    if default_malloc is not None:
+        res.add("mha_explicit_ratio_vs_sdpa_default_malloc", default_malloc, higher_is_better=False,
+                reference="bare F.scaled_dot_product_attention",
+                description=f"the same ratio under glibc's default allocator (a fresh mmap per T x T buffer), {size}")
     res.add("additive_ratio_vs_dot", ratio(ta["additive"], ta["dot"]), higher_is_better=False,
             reference="scaled dot-product attention (explicit)",
             description=f"Bahdanau's additive attention / scaled dot-product, {Ba} x {Ta}, d = {dk}")

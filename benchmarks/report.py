@@ -47,7 +47,8 @@ def merge(directory: Path) -> dict:
     first = fragments[names[0]]["machine"]
     return {
         "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {k: first[k] for k in ("cpu", "cores", "threads", "clock", "torch", "python")},
+        "machine": {**{k: first[k] for k in ("cpu", "cores", "threads", "clock", "torch", "python")},
+                    "allocator": first.get("allocator", "glibc default")},
         "benchmarks": {b: fragments[b]["machine"] for b in names},
         "metrics": metrics,
     }
@@ -80,7 +81,8 @@ def table(report: dict) -> str:
     loads = sorted({b["load_average_1min"] for b in report["benchmarks"].values()})
     rows.append("")
     rows.append(f"Measured {report['generated'][:10]} by `make bench` on {mach['cores']} cores ({mach['cpu']}), "
-                f"{mach['threads']} torch thread(s), clock: {mach['clock']}, torch {mach['torch']}; "
+                f"{mach['threads']} torch thread(s), clock: {mach['clock']}, allocator: {mach.get('allocator', 'glibc default')}, "
+                f"torch {mach['torch']}; "
                 f"1-minute load average {loads[0]:g} to {loads[-1]:g} while it ran. Value: the median of "
                 f"the paired ratios (or of the times); IQR: their interquartile range over n alternating "
                 f"runs. Source: `benchmarks/results.json`.")

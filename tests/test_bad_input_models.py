@@ -154,3 +154,24 @@ def test_moe_dense_dispatch_matches_sparse(monkeypatch):
     ref = layer(x)
     monkeypatch.setattr(moe, "values_checkable", lambda t: False)
     torch.testing.assert_close(layer(x), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_mha_finite_check_is_exact_when_the_sum_overflows():
+    """The one-reduction NaN/inf check falls back to the element-wise test when the sum overflows."""
+    from llmbook.attention import _all_finite
+
+    big = torch.full((4, 8), 3e38)  # every element finite, the float32 sum is not
+    assert _all_finite(big)
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        y = big.clone()
+        y[1, 2] = bad
+        assert not _all_finite(y)
+    assert _all_finite(torch.arange(5))  # integers are always finite
+
+
+def test_mha_self_attention_nan_is_named_once_checked():
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(1, 3, 8)
+    x[0, 2, 1] = float("nan")
+    with pytest.raises(ValueError, match="query contains NaN or infinite values"):
+        mha(x)  # self-attention: query, key and value are one tensor

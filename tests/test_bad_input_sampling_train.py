@@ -212,3 +212,31 @@ def test_predictor_returning_nan_names_probs():
 
     with pytest.raises(ValueError, match="probs must be finite"):
         compress([0, 1], lambda prefix: [0.5, NAN])
+
+
+@pytest.mark.parametrize("gelu", ["erf", "", None, "TANH"])
+def test_gpt_config_gelu(gelu):
+    with pytest.raises(ValueError, match="gelu"):
+        GPTConfig(gelu=gelu)
+
+
+def test_gpt_gelu_switch_changes_only_the_activation():
+    """gelu='exact' is the erf GELU; a config saved before the switch existed loads as tanh."""
+    from dataclasses import asdict
+
+    import torch.nn.functional as F
+
+    from llmbook.gpt import MLP
+
+    cfg = GPTConfig.baby(vocab_size=11)
+    saved = {k: v for k, v in asdict(cfg).items() if k != "gelu"}  # an older checkpoint's config
+    assert GPTConfig(**saved).gelu == "tanh"
+    x = torch.randn(2, 3, cfg.d_model)
+    torch.manual_seed(0)
+    tanh_mlp = MLP(cfg)
+    torch.manual_seed(0)
+    exact_mlp = MLP(GPTConfig.baby(vocab_size=11, gelu="exact"))
+    h = tanh_mlp.c_fc(x)
+    torch.testing.assert_close(tanh_mlp(x), tanh_mlp.c_proj(F.gelu(h, approximate="tanh")))
+    torch.testing.assert_close(exact_mlp(x), exact_mlp.c_proj(F.gelu(h)))
+    assert not torch.equal(tanh_mlp(x), exact_mlp(x))

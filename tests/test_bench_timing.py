@@ -139,3 +139,19 @@ def test_results_json_records_goal_and_machine(tmp_path):
 
 def test_doctests():
     assert doctest.testmod(_timing).failed == 0
+
+
+def test_steady_allocator_is_recorded_and_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("BENCH_ALLOCATOR", "default")
+    assert _timing.steady_allocator() == "glibc default"
+    assert _timing.machine_info()["allocator"] == "glibc default"
+    monkeypatch.delenv("BENCH_ALLOCATOR")
+    described = _timing.steady_allocator()
+    assert described.startswith("glibc, steady") or "unavailable" in described
+    assert _timing.machine_info()["allocator"] == described
+    if described.startswith("glibc, steady"):  # give the test process glibc's defaults back
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-4, 65536)  # M_MMAP_MAX
+        libc.mallopt(-1, 128 * 1024)  # M_TRIM_THRESHOLD

@@ -122,6 +122,20 @@ def _check_scale(scale: object) -> Optional[float]:
     return float(scale)
 
 
+def _all_finite(x: torch.Tensor) -> bool:
+    """True when no element of ``x`` is NaN or infinite (reads the answer back: CPU only).
+
+    One reduction instead of ``isfinite(x).all()``'s three passes and a bool tensor: a NaN
+    or an infinity in ``x`` makes the sum NaN or infinite, so a finite sum proves every
+    element finite. Only a sum that is not finite (a bad value, or finite values whose sum
+    overflows) needs the element-wise check.
+    """
+    if not x.is_floating_point():
+        return True
+    total = x.sum(dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
+    return bool(torch.isfinite(total)) or bool(torch.isfinite(x).all())
+
+
 # ---------------------------------------------------------------------------- softmax
 def _masked_softmax(scores: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
     """softmax(scores + mask) over the last dim; rows with no allowed key give zeros, not NaN.
@@ -495,14 +509,18 @@ class MultiHeadAttention(nn.Module):
             if x.dim() != 3 or x.shape[-1] != self.d_model:
                 raise ValueError(f"{name} must have shape (B, T, d_model={self.d_model}), got {tuple(x.shape)}")
         dtype = self.q_proj.weight.dtype
+        seen: list[torch.Tensor] = []
         for name, x in (("query", query), ("key", key), ("value", value)):
             if x.dtype != dtype:
                 raise TypeError(f"{name} has dtype {x.dtype} but the module's weights are {dtype}; "
                                 f"convert with {name}.to({dtype}) (or the module with .to(dtype))")
             # A NaN or inf spreads to every output row that attends to it; on the CPU say where
             # it came from (elsewhere reading the answer back would cost a sync, so it is skipped).
-            if values_checkable(x) and not bool(torch.isfinite(x).all()):
-                raise ValueError(f"{name} contains NaN or infinite values")
+            # In self-attention query, key and value are one tensor: check it once.
+            if values_checkable(x) and not any(x is t for t in seen):
+                seen.append(x)
+                if not _all_finite(x):
+                    raise ValueError(f"{name} contains NaN or infinite values")
         B, Tq, _ = query.shape
         if key.shape[0] != B or value.shape[0] != B:
             raise ValueError(f"query, key and value must share the batch size, got {query.shape[0]}, {key.shape[0]}, {value.shape[0]}")

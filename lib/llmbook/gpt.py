@@ -75,6 +75,7 @@ class GPTConfig:
     local_window: int = 256  # width of the band in banded layers (the GPT-3 paper does not give it)
     layer_norm_eps: float = 1e-5  # epsilon inside LayerNorm
     scaled_residual_init: bool = True  # GPT-2's init: residual projections get std 0.02/sqrt(2 n_layer) (GPT-1: plain 0.02)
+    gelu: str = "tanh"  # "tanh": the approximation GPT-1/2 used; "exact": the erf form (nanoGPT's nn.GELU, BERT)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model", "d_ff", "local_window"):
@@ -89,6 +90,8 @@ class GPTConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.sparse_pattern not in (None, "alternating"):
             raise ValueError(f"sparse_pattern must be None or 'alternating', got {self.sparse_pattern!r}")
+        if self.gelu not in ("tanh", "exact"):
+            raise ValueError(f"gelu must be 'tanh' or 'exact', got {self.gelu!r}")
         eps = self.layer_norm_eps  # `not 0 < eps` also catches NaN
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < math.inf:
             raise ValueError(f"layer_norm_eps must be a finite number > 0, got {eps!r}")
@@ -213,10 +216,11 @@ class MLP(nn.Module):
         self.c_proj = nn.Linear(config.d_ff, config.d_model, bias=config.bias)
         self.c_proj.residual_scaled = True
         self.drop = nn.Dropout(config.dropout)
+        # GPT-1 and GPT-2 used the tanh approximation of GELU; the exact (erf) form differs by < 1e-3.
+        self.approximate = "tanh" if config.gelu == "tanh" else "none"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # GPT-2 used the tanh approximation of GELU; the exact form differs by < 1e-3.
-        return self.drop(self.c_proj(F.gelu(self.c_fc(x), approximate="tanh")))
+        return self.drop(self.c_proj(F.gelu(self.c_fc(x), approximate=self.approximate)))
 
 
 class Block(nn.Module):
