@@ -318,3 +318,28 @@ def test_float_mask_gradient_flows_like_torch():
     (gb,) = torch.autograd.grad(out, bias, g)
     (gb_ref,) = torch.autograd.grad(ref, bias, g)
     torch.testing.assert_close(gb, gb_ref, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("T", [256, 301])
+def test_explicit_causal_path_in_halves_equals_one_call(T):
+    """From CAUSAL_SPLIT_MIN_T tokens the explicit causal path skips the masked quarter: same numbers."""
+    from llmbook.attention import CAUSAL_SPLIT_MIN_T, _causal_attention_in_halves, causal_mask
+
+    assert T >= CAUSAL_SPLIT_MIN_T
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 3, T, 8, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    out1, w1 = scaled_dot_product_attention(q, k, v, mask=causal_mask(T), return_weights=True)
+    out2, w2 = _causal_attention_in_halves(q, k, v)
+    torch.testing.assert_close(out2, out1, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(w2, w1, rtol=1e-12, atol=1e-12)
+    assert torch.all(w2.triu(1) == 0)
+    loss1 = (out1 ** 2).sum() + (w1 * torch.arange(T, dtype=w1.dtype)).sum()
+    loss2 = (out2 ** 2).sum() + (w2 * torch.arange(T, dtype=w2.dtype)).sum()
+    for a, b in zip(torch.autograd.grad(loss1, (q, k, v)), torch.autograd.grad(loss2, (q, k, v))):
+        torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-10)
+    # through the module: weights requested (split path) vs the fused kernel
+    mha = MultiHeadAttention(24, 3).double()
+    x = torch.randn(2, T, 24, generator=g, dtype=torch.float64)
+    out, attn = mha(x, is_causal=True, return_attention=True)
+    torch.testing.assert_close(out, mha(x, is_causal=True), rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(attn.sum(-1), torch.ones(2, 3, T, dtype=torch.float64))
