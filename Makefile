@@ -23,7 +23,7 @@ export HF_DATASETS_OFFLINE := 1
 # Rust tokenizers warn on stderr after a fork; the notebooks' stderr is compared by nbval.
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test setup test-unit test-notebooks test-browser bench clean-venv
+.PHONY: lab test setup test-unit test-notebooks test-browser bench bench-widgets clean-venv
 
 setup: $(STAMP)
 
@@ -87,6 +87,13 @@ bench: $(STAMP)
 		> benchmarks/results/{}.log 2>&1; rc=$$?; cat benchmarks/results/{}.log; exit $$rc' \
 		|| { echo "== make bench: a benchmark failed"; exit 1; }
 	@$(BIN)/python benchmarks/report.py $(if $(BENCH_QUICK),--quick,--readme)
+
+# Widget latency in a real browser (headless Debian Chromium, as the browser tests): every
+# explorer of the chapter notebooks, from a control's change to the updated picture. Not in
+# `make bench` (each chapter notebook runs once: tens of minutes). BENCH_WIDGETS_ARGS="--notebooks 03 05".
+BENCH_WIDGETS_ARGS ?=
+bench-widgets: $(STAMP)
+	OMP_NUM_THREADS=1 nice $(BIN)/python benchmarks/bench_widgets.py $(BENCH_WIDGETS_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)
