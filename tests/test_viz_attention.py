@@ -146,3 +146,68 @@ def test_grid_long_input_is_readable_and_shares_one_scale():
     plt.close(fig)
     with pytest.raises(TypeError, match="shared_scale"):
         attention_grid(w, toks, shared_scale="yes")
+
+
+# ----------------------------------------------------------------- the browser view (issue 18)
+def test_explorer_sends_every_layer_once_and_selection_stays_in_the_browser():
+    import numpy as np
+
+    from llmbook.viz.frontend import FrontView
+
+    atts = _att()
+    ex = attention_explorer(atts, list("abcde"))
+    (front,) = ex.view.children
+    assert isinstance(front, FrontView) and front.spec["kind"] == "attention"
+    np.testing.assert_allclose(np.array(front.spec["weights"]), torch.stack(atts).numpy(), rtol=1e-3)
+    assert front.spec["causal_ok"] and front.spec["layer_names"] == ["layer 0", "layer 1"]
+    spec = front.spec
+    ex.controls["head"].value = "head 2"
+    ex.controls["scale"].value = 2.5
+    ex.controls["causal"].value = True
+    assert (front.head, front.scale, front.causal) == (2, 2.5, True) and front.spec is spec
+    front.layer, front.head = 1, -1  # what the browser sends back
+    assert ex.values() == {"layer": "layer 1", "head": "all heads", "scale": 2.5, "causal": True}
+    with pytest.raises(ValueError, match="head must be one of"):
+        ex.controls["head"].value = "head 7"
+
+
+def test_cross_attention_has_no_causal_control():
+    cross = [torch.rand(2, 3, 5).softmax(-1) for _ in range(2)]
+    ex = attention_explorer(cross, list("abcde"), query_tokens=["x", "y", "z"])
+    assert "causal" not in ex.controls and ex.last_error is None
+    assert ex.front.spec["causal_ok"] is False and ex.front.spec["queries"] == ["x", "y", "z"]
+    ex.controls["head"].value = "head 1"
+    plt.close(ex.render(**ex.values()))  # the static picture needs no causal value either
+
+
+def test_recompute_is_called_once_per_text_and_may_return_byte_tokens():
+    from llmbook.viz.attention import byte_token_labels
+
+    calls = []
+
+    def recompute(text):
+        calls.append(text)
+        pieces = [p for p in text.encode()]  # one byte per token: splits every Chinese character
+        T = len(pieces)
+        return [torch.ones(1, T, T) / T], [bytes([b]) for b in pieces]
+
+    ex = attention_explorer(recompute=recompute, text="今a")
+    assert ex.front.spec["keys"] == ["今[:1]", "今[1:2]", "今[2:]", "a"]
+    ex.controls["head"].value = "head 0"
+    ex.controls["scale"].value = 3.0
+    assert calls == ["今a"]  # display-only controls never re-run the model
+    ex.controls["text"].value = "b"
+    ex.controls["text"].value = "今a"
+    assert calls == ["今a", "b"]
+    assert byte_token_labels([b"a", "\u00e9".encode()[:1], "\u00e9".encode()[1:]]) == ["a", "\u00e9[:1]", "\u00e9[1:]"]
+    with pytest.raises(TypeError, match="pieces"):
+        byte_token_labels(["not bytes"])
+
+
+def test_gpt2_token_bytes_round_trips_every_byte():
+    from llmbook.viz.attention import _gpt2_byte_decoder, gpt2_token_bytes
+
+    encoder = {b: c for c, b in _gpt2_byte_decoder().items()}
+    assert len(encoder) == 256
+    assert gpt2_token_bytes("".join(encoder[b] for b in range(256))) == bytes(range(256))
+    assert gpt2_token_bytes("Ġthe") == b" the"

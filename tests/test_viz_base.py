@@ -144,3 +144,63 @@ def test_without_cjk_font_latin_fallback_warns():
             fig.canvas.draw()
             plt.close(fig)
     assert any("missing" in str(w.message).lower() for w in caught)
+
+
+def test_long_error_message_is_cut_and_the_picture_greyed_out():
+    from llmbook.viz.widget import MAX_ERROR
+
+    def render(text: str):
+        if len(text) > 5:
+            raise ValueError(f"text is too long: {text!r}")
+        return "<p>ok</p>"
+
+    ex = Explorer(render, {"text": widgets.Text(value="ok")})
+    ex.controls["text"].value = "x" * 5000
+    shown = ex.error.value
+    assert "x" * (MAX_ERROR - 30) in shown and "x" * (MAX_ERROR + 1) not in shown and "\u2026" in shown
+    assert "llmbook-stale" in ex.view._dom_classes and ex.busy.value == ""
+    ex.controls["text"].value = "ok"
+    assert "llmbook-stale" not in ex.view._dom_classes and ex.error.value == ""
+
+
+def test_busy_sign_shows_while_python_renders():
+    seen = []
+    box = {}
+
+    def render(n: int):
+        if "ex" in box:
+            seen.append(box["ex"].busy.value)
+        return f"<p>{n}</p>"
+
+    box["ex"] = ex = Explorer(render, {"n": widgets.IntSlider(value=1)})
+    ex.controls["n"].value = 2
+    assert seen and "updating" in seen[-1] and ex.busy.value == ""
+
+
+def test_saved_output_has_a_readable_text_form():
+    ex = Explorer(lambda n: "<p>x</p>", {"n": widgets.IntSlider(value=1)}, title="Demo")
+    bundle = ex._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"] == "Demo: interactive (n); run the notebook to use it."
+    assert "VBox" not in bundle["text/plain"]
+
+
+def test_front_view_spec_and_round_sig():
+    from llmbook.viz.frontend import FrontControl, FrontView, round_sig
+
+    assert round_sig([1.23456789, 0.000123456]) == [1.235, 0.0001235]
+    with pytest.raises(ValueError, match="digits"):
+        round_sig([1.0], 0)
+    with pytest.raises(ValueError, match="infinities"):
+        round_sig([float("inf")])
+    v = FrontView()
+    import traitlets
+
+    with pytest.raises(traitlets.TraitError, match="kind"):
+        v.spec = {"kind": "pie chart"}
+    with pytest.raises(traitlets.TraitError, match="scale"):
+        v.scale = 0.0
+    with pytest.raises(ValueError, match="trait"):
+        FrontControl(v, "colour", "colour")
+    with pytest.raises(ValueError, match="front and spec"):
+        Explorer(lambda: "", {}, front=v)

@@ -67,3 +67,67 @@ def test_whitespace_and_treebank():
         WhitespaceTokenizer.train("   ")
     with pytest.raises(TypeError, match="text must be a str"):
         ptb.encode(None)
+
+
+# ----------------------------------------------------------------- the browser view's merge history
+@pytest.mark.parametrize("level", ["characters", "bytes"])
+def test_merge_history_gives_the_tokenizers_tokens_at_every_step(level):
+    """The browser view draws tokens from (units, steps); they must be exactly what the
+    tokenizer with the first k merges produces, for every k."""
+    from llmbook.viz.bpe import _tokens_by_k, merge_history, tokens_at
+
+    text = "the car\nthe cat\nthe rat sat on the mat.\n今天天气很好。今天我去了商店。 🙂🙂"
+    trace = bpe_trace(text, level, 300)
+    units, steps = merge_history(trace, text)
+    counts = _tokens_by_k(trace, text)
+    assert len(counts) == len(trace.pairs) + 1 and counts[0] == len(units)
+    for k in range(len(trace.pairs) + 1):
+        ids = tokenizer_at(trace, k).encode(text)
+        assert counts[k] == len(ids), k
+        got = tokens_at(units, steps, k, level)
+        if level == "characters":
+            assert got == [tokenizer_at(trace, k).id_to_token(i) for i in ids], k
+        else:
+            from llmbook.viz.attention import byte_token_labels
+
+            assert got == byte_token_labels([trace.tokenizer.vocab[i] for i in ids]), k
+
+
+def test_byte_level_tokens_label_split_characters_readably():
+    from llmbook.viz.bpe import merge_history, tokens_at
+
+    trace = bpe_trace("今天天气很好", "bytes", 300)
+    units, steps = merge_history(trace, "今天")
+    assert tokens_at(units, steps, 0, "bytes")[:3] == ["今[:1]", "今[1:2]", "今[2:]"]  # no "\ufffd"
+    assert tokens_at(units, steps, len(trace.pairs), "bytes") == ["今天"]
+
+
+def test_explorer_merges_slider_stops_at_the_merges_the_text_allows():
+    ex = bpe_explorer(text="the car\nthe cat\nthe rat", merges=3)
+    spec = ex.front.spec
+    assert spec["kind"] == "bpe" and len(spec["pairs"]) == 7  # 7 merges make every word one token
+    assert spec["tokens_by_k"] == [len(tokenizer_at(bpe_trace("the car\nthe cat\nthe rat", "characters", 300), k)
+                                       .encode("the car\nthe cat\nthe rat")) for k in range(8)]
+    assert ex.values()["merges"] == 3
+    ex.front.step = 250  # the browser cannot go past 7; a stale value is clamped
+    assert ex.values()["merges"] == 7
+    html, _fig = ex.render(**ex.values())
+    assert "<b>7</b> merges" in html
+
+
+def test_explorer_text_box_is_disabled_while_a_corpus_is_chosen():
+    ex = bpe_explorer()
+    text = ex.controls["text"]
+    assert not text.disabled
+    ex.controls["corpus"].value = "Shakespeare"
+    assert text.disabled and ex.last_error is None and ex.front.spec["n_chars"] > 1000
+    ex.controls["corpus"].value = "your text"
+    assert not text.disabled and ex.front.spec["n_chars"] == len(text.value)
+
+
+def test_explorer_error_greys_out_the_picture():
+    ex = bpe_explorer()
+    ex.controls["text"].value = ""
+    assert ex.front.stale and "llmbook-stale" in ex.view._dom_classes
+    ex.controls["text"].value = "ab ab"
+    assert not ex.front.stale and "llmbook-stale" not in ex.view._dom_classes

@@ -72,31 +72,45 @@ def test_cross_attention_and_batch_dim_and_layer_names():
 
 
 def test_widget_selection_changes_the_view():
+    """Layer and head live in the browser view (FrontView traits); Python reads and sets them."""
+    from llmbook.viz.frontend import FrontView
+
     atts = _att()
     mv = model_view(atts, TOKS)
     assert set(mv.controls) == {"layer", "head"}
-    assert "llmbook-ctl-head" in mv.controls["head"]._dom_classes
     assert "llmbook-view" in mv.view._dom_classes
-    first = mv.view.children[0].value
+    (front,) = mv.view.children
+    assert isinstance(front, FrontView) and front.spec["kind"] == "model_view"
+    # the data is sent once: every layer x head, rounded to 4 significant digits
+    sent = np.array(front.spec["weights"])
+    assert sent.shape == (3, 4, 5, 5)
+    np.testing.assert_allclose(sent, torch.stack(atts).numpy(), rtol=1e-3)
+    assert front.spec["layer_names"] == ["layer 0", "layer 1", "layer 2"] and front.spec["keys"] == TOKS
+    spec_before = front.spec
     mv.controls["head"].value = "head 2"
-    second = mv.view.children[0].value
-    assert mv.last_error is None and second != first
     mv.controls["layer"].value = "layer 1"
-    assert mv.view.children[0].value not in (first, second)
-    # the render function is what the view shows: the zoom panel is layer 1, head 2
+    assert (front.layer, front.head) == (1, 2) and front.spec is spec_before  # no new data for a selection
+    front.head = 3  # as the browser would: Python sees it
+    assert mv.values() == {"layer": "layer 1", "head": "head 3"}
+    # the render function (static picture) draws the current selection: zoom panel = layer 1, head 3
     fig = mv.render(**mv.values())
-    np.testing.assert_allclose(_image_axes(fig)[1].images[0].get_array(), atts[1][2].double().numpy())
+    np.testing.assert_allclose(_image_axes(fig)[1].images[0].get_array(), atts[1][3].double().numpy())
     plt.close(fig)
 
 
-def test_widget_shows_bad_selection_inline_and_keeps_the_picture():
+def test_widget_rejects_a_bad_selection_naming_the_control():
     mv = model_view(_att(), TOKS, layer=1, head=3)
     assert mv.values() == {"layer": "layer 1", "head": "head 3"}
-    before = mv.view.children[0].value
-    mv.controls["head"].options = ["head 3", "head 9"]  # a head the model does not have
-    mv.controls["head"].value = "head 9"
-    assert isinstance(mv.last_error, ValueError) and "head" in mv.error.value
-    assert mv.view.children[0].value == before
+    with pytest.raises(ValueError, match="head must be one of"):
+        mv.controls["head"].value = "head 9"  # a head the model does not have
+    with pytest.raises(ValueError, match="layer must be one of"):
+        mv.controls["layer"].value = "layer 7"
+    assert mv.values() == {"layer": "layer 1", "head": "head 3"}
+    # a selection out of range coming from the browser is clamped, never an index error
+    mv.front.head = 99
+    assert mv.values()["head"] == "head 3"
+    with pytest.raises(ValueError, match="head"):
+        mv.render(layer="layer 0", head="head 9")
 
 
 @pytest.mark.parametrize(

@@ -30,12 +30,28 @@ def test_bad_input():
         positional_figure(16, 1.0, 20, "0")
 
 
-def test_explorer_shows_errors_inline():
+def test_explorer_sends_the_table_once_and_dims_stay_in_the_browser():
+    import numpy as np
+
+    from llmbook.viz.positional import positional_data
+
     ex = positional_explorer(d_model=16, positions=16, dims="0")
     assert ex.last_error is None and len(ex.view.children) == 1
-    ex.controls["dims"].value = "0, 99"
-    assert isinstance(ex.last_error, ValueError) and "out of range" in ex.error.value
-    ex.controls["dims"].value = "1"
-    ex.controls["rope"].value = True
-    assert ex.last_error is None
+    front = ex.front
+    table = np.array(front.spec["table"])
+    assert table.shape == (16, 16) and front.spec["table_title"].startswith("sinusoidal")
+    np.testing.assert_allclose(table, positional_data(16, 10000.0, 16)["table"].numpy(), rtol=1e-3, atol=1e-6)
+    spec = front.spec
+    ex.controls["dims"].value = "1, 5"  # display only: no new spec
+    assert front.dims == "1, 5" and front.spec is spec and ex.values()["dims"] == "1, 5"
+    with pytest.raises(ValueError, match="out of range"):
+        ex.controls["dims"].value = "0, 99"  # checked against d_model when set from Python
+    assert front.dims == "1, 5"
+    ex.controls["rope"].value = True  # needs Python: a new table
+    assert ex.last_error is None and front.spec["table_title"].startswith("RoPE")
+    ex.controls["d_model"].value = 32
+    assert np.array(front.spec["table"]).shape == (16, 32)
+    # the static picture follows the browser's dims
+    fig = ex.render(**ex.values())
+    assert [ln.get_label() for ln in fig.axes[1].lines] == ["dim 1", "dim 5"]
     plt.close("all")

@@ -11,7 +11,14 @@ the tokens they refer to. A model that wants to be explored returns its weights 
   explorer's "scale" slider and "causal" checkbox: take the log-weights (the scores up
   to a per-row constant), multiply by ``scale`` (an inverse temperature), optionally
   forbid keys to the right of the query, and re-apply the softmax.
-- ``attention_explorer(...) -> Explorer``: text, layer, head, causal, scale controls.
+- ``attention_spec(...)``: the data the browser view draws from (every layer and head
+  once, rounded), so layer, head, scale and causal view change without the kernel.
+- ``attention_explorer(...) -> Explorer``: text (Python: re-runs the model, cached per
+  text) and layer, head, causal, scale (drawn and handled in the browser by
+  ``llmbook.viz.frontend``). The causal box exists only for self-attention (queries =
+  keys); the layer menu only when there is more than one layer.
+- ``byte_token_labels(pieces)`` / ``gpt2_token_bytes(token)``: readable labels for
+  byte-level tokens that split a character (``今[:2]``, ``今[2:]`` instead of ``�``).
 
 Long inputs stay readable: beyond ``MAX_LABELS`` tokens only every n-th tick is labelled.
 """
@@ -28,9 +35,11 @@ import torch
 from matplotlib.figure import Figure
 
 from ..attention import causal_mask
+from .frontend import FrontControl, FrontView, round_sig
 from .widget import Explorer
 
-__all__ = ["attention_heatmap", "attention_grid", "rescale_attention", "attention_explorer", "MAX_LABELS", "GRID_LABELS"]
+__all__ = ["attention_heatmap", "attention_grid", "rescale_attention", "attention_spec", "attention_explorer",
+           "byte_token_labels", "gpt2_token_bytes", "MAX_LABELS", "GRID_LABELS"]
 
 MAX_LABELS = 60  # beyond this many tokens, label only every n-th tick
 ALL_HEADS = "all heads"
@@ -63,6 +72,92 @@ _SHOW = {" ": "\u2423", "\n": "\u21b5", "\t": "\u21e5"}  # space, newline, tab a
 def _visible(token: str) -> str:
     """A token label a reader can see: a lone space, newline or tab becomes a mark (``␣``, ``↵``, ``⇥``)."""
     return _SHOW.get(token, token.replace("\n", "\u21b5")) if token.strip() == "" or "\n" in token else token
+
+
+def _gpt2_byte_decoder() -> dict[str, int]:
+    # GPT-2's printable stand-in character for each byte (bytes_to_unicode), inverted.
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) + list(range(ord("\xae"), ord("\xff") + 1))
+    cs = list(bs)
+    extra = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+_BYTE_DECODER = _gpt2_byte_decoder()
+
+
+def gpt2_token_bytes(token: str) -> bytes:
+    """The bytes of a GPT-2-style byte-level token string (``'Ġcat'`` -> ``b' cat'``).
+
+    Characters outside GPT-2's byte alphabet (special tokens such as ``<|im_end|>`` use
+    only ASCII, which is inside it) are kept as their UTF-8 bytes.
+
+    >>> gpt2_token_bytes("Ġcat"), gpt2_token_bytes("ä»")
+    (b' cat', b'\\xe4\\xbb')
+    """
+    if not isinstance(token, str):
+        raise TypeError(f"token must be a str, got {type(token).__name__}")
+    return b"".join(bytes([_BYTE_DECODER[c]]) if c in _BYTE_DECODER else c.encode("utf-8") for c in token)
+
+
+def _utf8_len(lead: int) -> int:
+    return 1 if lead < 0x80 else 2 if 0xC0 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if 0xF0 <= lead < 0xF8 else 0
+
+
+def byte_token_labels(pieces: Sequence[bytes]) -> list[str]:
+    """Readable labels for byte-level tokens, one per piece.
+
+    Decoding each token alone turns a token that holds part of a character into ``\ufffd``.
+    Here the pieces are read together: whole characters show as themselves, a part of
+    a character as the character with the byte slice the token holds (Python slice
+    notation over its UTF-8 bytes), and bytes that are no UTF-8 at all as ``<E5>``.
+
+    >>> byte_token_labels([b" cat", "今".encode()[:2], "今".encode()[2:] + "天".encode()])
+    [' cat', '今[:2]', '今[2:]天']
+    >>> byte_token_labels([b"\\xff"])
+    ['<FF>']
+    """
+    if isinstance(pieces, (bytes, str)) or not isinstance(pieces, Sequence):
+        raise TypeError(f"pieces must be a list of bytes, got {type(pieces).__name__}")
+    if not all(isinstance(p, (bytes, bytearray)) for p in pieces):
+        raise TypeError("pieces must be a list of bytes (one per token)")
+    data = b"".join(pieces)
+    chars = []  # (start, end, text or None for a byte that is not UTF-8)
+    i = 0
+    while i < len(data):
+        n = _utf8_len(data[i])
+        try:
+            chars.append((i, i + n, data[i:i + n].decode("utf-8")) if n and i + n <= len(data) else None)
+        except UnicodeDecodeError:
+            chars.append(None)
+        if chars[-1] is None:
+            chars[-1] = (i, i + 1, None)
+            n = 1
+        i += n
+    labels, k, start = [], 0, 0
+    for piece in pieces:
+        end = start + len(piece)
+        out = []
+        while k < len(chars) and chars[k][0] < end:
+            cs, ce, ch = chars[k]
+            if ch is None:
+                out.append(f"<{data[cs]:02X}>")
+            elif cs >= start and ce <= end:
+                out.append(ch)
+            else:
+                lo, hi = max(cs, start) - cs, min(ce, end) - cs
+                out.append(ch + ("[:%d]" % hi if lo == 0 else "[%d:]" % lo if hi == ce - cs else "[%d:%d]" % (lo, hi)))
+            if ce <= end:
+                k += 1
+            else:
+                break  # the character goes on in the next piece
+        labels.append("".join(out))
+        start = end
+    return labels
 
 
 def _label_ticks(ax, n: int, tokens: list[str], axis: str, max_labels: int = MAX_LABELS) -> None:
@@ -233,6 +328,33 @@ def _validate_attentions(attentions, tokens, query_tokens) -> list[torch.Tensor]
     return out
 
 
+def attention_spec(attentions, tokens, query_tokens=None, layer_names: Optional[Sequence[str]] = None,
+                   title: str = "") -> dict:
+    """The browser view's data: every layer and head of ``attentions`` (list over layers of
+    (H, Tq, Tk)), rounded to 4 significant digits, with readable token labels.
+
+    >>> spec = attention_spec([torch.eye(2)[None]], ["a", " "])
+    >>> spec["kind"], spec["keys"], spec["causal_ok"], spec["weights"]
+    ('attention', ['a', '␣'], True, [[[[1.0, 0.0], [0.0, 1.0]]]])
+    """
+    atts = _validate_attentions(attentions, tokens, query_tokens)
+    keys = [_visible(t) for t in _check_tokens(tokens, "tokens", atts[0].shape[2], "keys (columns)")]
+    queries = keys if query_tokens is None else [_visible(t) for t in query_tokens]
+    if query_tokens is None and atts[0].shape[1] != atts[0].shape[2]:
+        raise ValueError(f"weights are {atts[0].shape[1]} x {atts[0].shape[2]}: give query_tokens for cross-attention")
+    names = [f"layer {i}" for i in range(len(atts))] if layer_names is None else [str(n) for n in layer_names]
+    if len(names) != len(atts):
+        raise ValueError(f"layer_names must be {len(atts)} names, got {len(names)}")
+    heads = {a.shape[0] for a in atts}
+    if len(heads) != 1:
+        raise ValueError(f"attentions must have the same number of heads in every layer, got {sorted(heads)}")
+    A = torch.stack(atts).numpy()  # (L, H, Tq, Tk)
+    if not np.isfinite(A).all() or (A < 0).any():
+        raise ValueError("attentions must be finite and non-negative (they are attention probabilities)")
+    return {"kind": "attention", "title": title, "layer_names": names, "keys": keys, "queries": queries,
+            "weights": round_sig(A), "causal_ok": len(keys) == len(queries) and query_tokens is None}
+
+
 def attention_explorer(
     attentions=None,
     tokens=None,
@@ -246,9 +368,12 @@ def attention_explorer(
 
     Either give ``attentions`` (list over layers of (H, Tq, Tk), batch removed) and
     ``tokens`` for a fixed text, or ``recompute(text) -> (attentions, tokens)`` and a
-    starting ``text``; then a text box lets the reader type new input. Controls: text
-    (with ``recompute``), layer, head ("all heads" or one head), causal (re-mask and
-    renormalise) and scale (multiply the log-weights, re-softmax).
+    starting ``text``; then a text box lets the reader type new input (the model runs
+    once per text; results are cached). ``recompute`` may return tokens as bytes (a
+    byte-level tokenizer's pieces): they are labelled by :func:`byte_token_labels`.
+    Controls drawn in the browser from data sent once: layer, head ("all heads" or one
+    head), scale (multiply the log-weights, re-softmax) and, for self-attention only,
+    causal (re-mask and renormalise).
     """
     if recompute is None and attentions is None:
         raise ValueError("give attentions and tokens, or a recompute(text) function")
@@ -267,12 +392,15 @@ def attention_explorer(
             if len(cache) > 32:
                 cache.clear()
             a, t = recompute(txt)
-            cache[txt] = (_validate_attentions(a, t, None), list(t))
-        return cache[txt]
+            if isinstance(t, (list, tuple)) and t and all(isinstance(x, (bytes, bytearray)) for x in t):
+                t = byte_token_labels(list(t))
+            cache[txt] = (_validate_attentions(a, t, None), list(t), {})
+        return cache[txt][:2]
 
     if recompute is None:
         first = _validate_attentions(attentions, tokens, query_tokens)
         attentions = first
+        tokens = list(tokens)
     else:
         if not text.strip():
             raise ValueError("text must not be empty when recompute is given (it is the starting input)")
@@ -283,8 +411,9 @@ def attention_explorer(
     layer_names = [str(n) for n in layer_names]
     if len(layer_names) != n_layers or len(set(layer_names)) != n_layers:
         raise ValueError(f"layer_names must be {n_layers} distinct names, got {layer_names}")
+    square = query_tokens is None and first[0].shape[1] == first[0].shape[2]
 
-    def render(layer: str, head: str, causal: bool, scale: float, text: Optional[str] = None) -> Figure:
+    def render(layer: str, head: str, scale: float, causal: bool = False, text: Optional[str] = None) -> Figure:
         atts, toks = data_for(text)
         if layer not in layer_names:
             raise ValueError(f"unknown layer {layer!r}")
@@ -301,14 +430,31 @@ def attention_explorer(
             raise ValueError(f"{layer} has only {w.shape[0]} heads")
         return attention_heatmap(w[h], toks, query_tokens=q_toks, title=f"{head} of {tag}")
 
+    def spec(text: Optional[str] = None) -> dict:
+        if recompute is None:
+            return fixed_spec
+        atts, toks = data_for(text)
+        specs = cache[text][2]  # the rounded spec, built once per text
+        if "spec" not in specs:
+            specs["spec"] = attention_spec(atts, toks, None, layer_names, title)
+        return specs["spec"]
+
+    fixed_spec = attention_spec(attentions, tokens, query_tokens, layer_names, title) if recompute is None else None
+    head_options = [ALL_HEADS] + [f"head {h}" for h in range(n_heads)]
+    front = FrontView(layer=0, head=0 if n_heads == 1 else -1, scale=1.0, causal=False)
+    front_controls = {
+        "layer": FrontControl(front, "layer", "layer", layer_names, layer_names.index,
+                              lambda i: layer_names[min(max(i, 0), n_layers - 1)]),
+        "head": FrontControl(front, "head", "head", head_options, lambda v: head_options.index(v) - 1,
+                             lambda i: head_options[min(max(i, -1), n_heads - 1) + 1]),
+        "scale": FrontControl(front, "scale", "scale"),
+    }
+    if square:
+        front_controls["causal"] = FrontControl(front, "causal", "causal")
     controls: dict[str, widgets.ValueWidget] = {}
     if recompute is not None:
         controls["text"] = widgets.Text(value=text, description="text", continuous_update=False,
                                         layout=widgets.Layout(width="90%"))
-    controls["layer"] = widgets.Dropdown(options=layer_names, value=layer_names[0], description="layer")
-    head_options = [ALL_HEADS] + [f"head {h}" for h in range(n_heads)]
-    controls["head"] = widgets.Dropdown(options=head_options, value=head_options[1] if n_heads == 1 else ALL_HEADS, description="head")
-    controls["causal"] = widgets.Checkbox(value=False, description="causal mask")
-    controls["scale"] = widgets.FloatSlider(value=1.0, min=0.1, max=4.0, step=0.1, description="scale",
-                                            continuous_update=False, readout_format=".1f")
-    return Explorer(render, controls, title=title)
+    shown = ", ".join(front_controls)
+    return Explorer(render, controls, title=title, front=front, spec=spec, front_controls=front_controls,
+                    summary=f"{title}: interactive ({'text, ' if recompute else ''}{shown}); run the notebook to use it.")

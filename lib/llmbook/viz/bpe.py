@@ -8,9 +8,15 @@
 - ``render_bpe(text, merges, level, corpus)``: the explorer's view: coloured text, the
   merge table (rank, pair, count), vocabulary size and tokens per character, and a plot
   of tokens per character against the number of merges.
+- ``merge_history(trace, text)``: the merge history of ``text`` computed once: its base
+  units (characters or bytes) and, for each boundary between two units, the merge that
+  removes it. The tokens after k merges are the runs whose inner boundaries all have a
+  step below k, so the browser view (``llmbook.viz.frontend``) moves the merge slider
+  without asking Python; ``bpe_spec`` packs it with the merge table and the curve.
 - ``bpe_explorer(...) -> Explorer``: controls ``corpus`` (dropdown), ``text``
-  (textarea, used when the corpus is "your text"), ``merges`` (slider) and ``level``
-  (characters / bytes).
+  (textarea, used when the corpus is "your text"; disabled otherwise) and ``level``
+  (characters / bytes) need Python; ``merges`` (slider, 0 to the merges this text
+  allows) is drawn and handled in the browser.
 
 Character level uses :class:`llmbook.tokenizers.BPETokenizer`; byte level uses
 :class:`llmbook.tokenizers.ByteBPETokenizer` with GPT-2's split, so on Chinese the
@@ -28,12 +34,15 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from ..tokenizers.base import split_keep_gaps
 from ..tokenizers.bpe import BPETokenizer
 from ..tokenizers.byte_bpe import ByteBPETokenizer
+from .frontend import FrontControl, FrontView
 from .style import PALETTE
 from .widget import Explorer
 
-__all__ = ["BPETrace", "bpe_trace", "tokenizer_at", "token_spans_html", "render_bpe", "bpe_explorer", "CORPORA", "LEVELS"]
+__all__ = ["BPETrace", "bpe_trace", "tokenizer_at", "token_spans_html", "render_bpe", "merge_history", "tokens_at",
+           "bpe_spec", "bpe_explorer", "CORPORA", "LEVELS"]
 
 LEVELS = ("characters", "bytes")
 YOUR_TEXT = "your text"
@@ -189,20 +198,164 @@ def render_bpe(text: str = "", merges: int = 10, level: str = "characters", corp
     return [view, fig]
 
 
+def _piece_steps(ids: list[int], ranks: dict, first_id: int) -> list[int]:
+    """For one pre-token: the merge (rank) that removes each inner boundary, -1 if none does.
+
+    Merges the adjacent pair of lowest rank, leftmost first, as ``apply_merges`` does.
+
+    >>> _piece_steps([0, 1, 2], {(0, 1): 0, (3, 2): 1}, first_id=3)
+    [0, 1]
+    """
+    parts, starts = list(ids), list(range(len(ids)))
+    steps = [-1] * max(0, len(ids) - 1)
+    while len(parts) > 1:
+        best = None
+        for i in range(len(parts) - 1):
+            r = ranks.get((parts[i], parts[i + 1]))
+            if r is not None and (best is None or r < best[0]):
+                best = (r, i)
+        if best is None:
+            break
+        r, i = best
+        steps[starts[i + 1] - 1] = r  # the boundary before the right part disappears at merge r
+        parts[i: i + 2] = [first_id + r]
+        del starts[i + 1]
+    return steps
+
+
+@functools.lru_cache(maxsize=16)
+def merge_history(trace: BPETrace, text: str) -> tuple[list, list[int]]:
+    """``(units, steps)`` of ``text`` under ``trace``'s merges; see the module docstring.
+
+    ``units``: the characters (character level) or byte values (byte level) of ``text``;
+    ``steps[i]``: the merge (0-based) that joins unit i to unit i + 1, or -1 (never, e.g.
+    between two pre-tokens).
+
+    >>> t = bpe_trace("the car\\nthe cat\\nthe rat", "characters", 3)
+    >>> units, steps = merge_history(t, "the cat")
+    >>> tokens_at(units, steps, 2, "characters")
+    ['the', ' ', 'c', 'a', 't']
+    """
+    tok = trace.tokenizer
+    units: list = []
+    steps: list[int] = []
+    memo: dict[str, list[int]] = {}
+    if isinstance(tok, BPETokenizer):
+        ranks, first = tok._ranks, len(tok.alphabet) + 1
+        encode = lambda piece: [tok._char_id.get(c, 0) for c in piece]  # noqa: E731
+        as_units = list
+    else:
+        ranks, first = {pair: k for k, (pair, _) in enumerate(tok.merges)}, 256
+        encode = lambda piece: list(piece.encode("utf-8"))  # noqa: E731
+        as_units = encode
+    for piece in split_keep_gaps(tok._split, text):
+        if piece not in memo:
+            memo[piece] = _piece_steps(encode(piece), ranks, first)
+        if units:
+            steps.append(-1)  # pre-tokens never merge across their boundary
+        units.extend(as_units(piece))
+        steps.extend(memo[piece])
+    return units, steps
+
+
+def tokens_at(units: Sequence, steps: Sequence[int], merges: int, level: str = "characters") -> list[str]:
+    """The tokens after the first ``merges`` merges, from ``merge_history`` (the browser does the same).
+
+    >>> tokens_at(["a", "b", "c"], [0, -1], 1)
+    ['ab', 'c']
+    """
+    if len(steps) != max(0, len(units) - 1):
+        raise ValueError(f"steps must have len(units) - 1 = {max(0, len(units) - 1)} entries, got {len(steps)}")
+    runs: list[list] = []
+    for i, u in enumerate(units):
+        if i and 0 <= steps[i - 1] < merges:
+            runs[-1].append(u)
+        else:
+            runs.append([u])
+    if level == "bytes":
+        from .attention import byte_token_labels
+
+        return byte_token_labels([bytes(r) for r in runs])
+    return ["".join(r) for r in runs]
+
+
+def _tokens_by_k(trace: BPETrace, text: str) -> list[int]:
+    """Number of tokens of ``text`` after k merges, for k = 0 .. len(trace.pairs)."""
+    units, steps = merge_history(trace, text)
+    removed = [0] * (len(trace.pairs) + 1)
+    for s in steps:
+        if s >= 0:
+            removed[s + 1] += 1
+    out, gone = [], 0
+    for k in range(len(trace.pairs) + 1):
+        gone += removed[k]
+        out.append(len(units) - gone)
+    return out
+
+
+def bpe_spec(text: str = "", level: str = "characters", corpus: str = YOUR_TEXT) -> dict:
+    """The browser view's data for one text and level: the merge history of the shown
+    text, the merge table and the token count after every number of merges."""
+    if corpus not in CORPORA:
+        raise ValueError(f"corpus={corpus!r} is not one of {list(CORPORA)}")
+    if corpus != YOUR_TEXT:
+        text = _corpus_text(corpus)
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    text = text[:MAX_TEXT]
+    trace = bpe_trace(text, level, 300)
+    units, steps = merge_history(trace, text[:SHOWN_CHARS])
+    return {"kind": "bpe", "title": "BPE merge explorer", "level": level, "n_base": trace.n_base,
+            "n_chars": len(text), "shown_chars": min(len(text), SHOWN_CHARS), "units": units, "steps": steps,
+            "pairs": [[a, b] for a, b in trace.pairs], "counts": list(trace.counts),
+            "tokens_by_k": _tokens_by_k(trace, text)}
+
+
 def bpe_explorer(text: str = "the car\nthe cat\nthe rat", merges: int = 3, level: str = "characters",
                  corpus: str = YOUR_TEXT, max_merges: int = 300) -> Explorer:
-    """BPE merge explorer: corpus or own text, a merges slider, characters / bytes."""
+    """BPE merge explorer: corpus or own text and characters / bytes (Python re-trains,
+    once per text), a merges slider (browser, up to the merges the text allows, at most
+    ``max_merges``)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if corpus not in CORPORA:
         raise ValueError(f"corpus={corpus!r} is not one of {list(CORPORA)}")
     if level not in LEVELS:
         raise ValueError(f"level={level!r} must be one of {LEVELS}")
+    if isinstance(max_merges, bool) or not isinstance(max_merges, int) or not 0 <= max_merges <= 300:
+        raise ValueError(f"max_merges must be an int in 0..300, got {max_merges!r}")
+    if isinstance(merges, bool) or not isinstance(merges, int) or not 0 <= merges <= max_merges:
+        raise ValueError(f"merges must be an int in 0..max_merges={max_merges}, got {merges!r}")
     controls = {
         "corpus": widgets.Dropdown(options=list(CORPORA), value=corpus, description="corpus"),
         "text": widgets.Textarea(value=text, description="text", continuous_update=False,
                                  layout=widgets.Layout(width="95%", height="5em")),
-        "merges": widgets.IntSlider(value=merges, min=0, max=max_merges, description="merges", continuous_update=False),
         "level": widgets.ToggleButtons(options=list(LEVELS), value=level, description="level"),
     }
-    return Explorer(render_bpe, controls, title="BPE merge explorer")
+
+    def sync_text_box(_change=None) -> None:
+        # The text box is used only for "your text": say so instead of ignoring what is typed.
+        own = controls["corpus"].value == YOUR_TEXT
+        controls["text"].disabled = not own
+        controls["text"].description = "text" if own else "(corpus)"
+        controls["text"].tooltip = None if own else 'pick "your text" as corpus to train on this box'
+
+    controls["corpus"].observe(sync_text_box, names="value")
+    sync_text_box()
+    front = FrontView(step=merges)
+
+    def spec(corpus: str, text: str, level: str) -> dict:
+        out = bpe_spec(text, level, corpus)
+        available = min(len(out["pairs"]), max_merges)
+        out["pairs"], out["counts"] = out["pairs"][:available], out["counts"][:available]
+        out["tokens_by_k"] = out["tokens_by_k"][: available + 1]
+        out["steps"] = [s if s < available else -1 for s in out["steps"]]
+        return out
+
+    def merges_now(step: int) -> int:
+        available = len(front.spec.get("pairs", [])) if front.spec else max_merges
+        return min(max(step, 0), available)
+
+    return Explorer(render_bpe, controls, title="BPE merge explorer", front=front, spec=spec,
+                    front_controls={"merges": FrontControl(front, "step", "merges", to_trait=int, from_trait=merges_now)},
+                    summary="BPE merge explorer: interactive (corpus, text, level, merges); run the notebook to use it.")

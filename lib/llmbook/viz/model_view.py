@@ -9,17 +9,18 @@ thumbnail large, with token labels, as chapter 3's explorer draws one head.
 
 - ``model_view_figure(attentions, tokens, layer, head)``: the static picture (grid with
   the selected thumbnail framed, plus the zoom panel).
-- ``model_view(attentions, tokens) -> Explorer``: the same picture with layer and head
-  drop-downs (CSS classes ``llmbook-ctl-layer`` / ``llmbook-ctl-head``); bad selections
-  show an inline error; ``show_static()`` draws the default view for readers without a
-  kernel.
+- ``model_view(attentions, tokens) -> Explorer``: the same picture drawn in the browser
+  (``llmbook.viz.frontend``, data sent once) with layer and head drop-downs (CSS classes
+  ``llmbook-ctl-layer`` / ``llmbook-ctl-head``) and click-to-select thumbnails, no
+  kernel round trip; ``show_static()`` draws the matplotlib picture for readers without
+  a kernel.
 
 Input format, shared with ``llmbook.viz.attention``: a list over layers of tensors
 (H, Tq, Tk), batch removed (a leading batch dimension of 1 is tolerated), as
 ``Bert(..., return_attention=True).attentions`` and ``Llama(..., return_attention=True)``
 give them after ``[a[0] for a in ...]``. Leaves out bertviz's "neuron view" (queries and
-keys themselves) and its JavaScript: the pictures are PNGs made by matplotlib, so the
-view works offline.
+keys themselves) and its JavaScript: the browser view is the book's own ``render.js``,
+shipped in the package, so the view works offline.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .attention import _check_tokens, _draw, _validate_attentions
+from .attention import _check_tokens, _draw, _validate_attentions, _visible
+from .frontend import FrontControl, FrontView, round_sig
 from .widget import Explorer
 
 __all__ = ["model_view_figure", "model_view"]
@@ -183,8 +185,14 @@ def model_view(attentions, tokens, query_tokens=None, layer_names: Optional[Sequ
         return model_view_figure(atts, tokens, names.index(layer), _index(int(h), "head", H, "heads per layer"),
                                  query_tokens=query_tokens, layer_names=names)
 
-    controls = {
-        "layer": widgets.Dropdown(options=names, value=names[layer], description="layer"),
-        "head": widgets.Dropdown(options=[f"head {h}" for h in range(H)], value=f"head {head}", description="head"),
+    keys = [_visible(t) for t in tokens]
+    spec = {"kind": "model_view", "title": title, "layer_names": names, "keys": keys,
+            "queries": keys if query_tokens is None else [_visible(t) for t in query_tokens], "weights": round_sig(A)}
+    front = FrontView(layer=layer, head=head)
+    head_names = [f"head {h}" for h in range(H)]
+    front_controls = {
+        "layer": FrontControl(front, "layer", "layer", names, names.index, lambda i: names[min(max(i, 0), L - 1)]),
+        "head": FrontControl(front, "head", "head", head_names, head_names.index, lambda i: head_names[min(max(i, 0), H - 1)]),
     }
-    return Explorer(render, controls, title=title)
+    return Explorer(render, {}, title=title, front=front, spec=lambda: spec, front_controls=front_controls,
+                    summary=f"{title}: interactive (layer, head; {L} layers x {H} heads); run the notebook to use it.")

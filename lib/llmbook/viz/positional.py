@@ -10,8 +10,11 @@ computed by ``llmbook.positional``:
    starting positions p (the curves coincide: the dot product depends on k only); with
    ``rope`` the RoPE score q_m . k_n of a fixed random query and key, against m - n.
 
-``positional_explorer()`` wraps it in an ``Explorer`` with sliders ``d_model``, ``base``,
-``positions``, a text box ``dims`` and a toggle ``rope``.
+``positional_data(...)`` computes what the panels show; ``positional_spec(...)`` packs it
+for the browser view (``llmbook.viz.frontend``). ``positional_explorer()`` has sliders
+``d_model``, ``base``, ``positions`` and a toggle ``rope`` (Python recomputes the table)
+and a text box ``dims`` handled in the browser from the table already sent (choosing
+dimensions needs no kernel; clicking a column of the heatmap adds it).
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ import torch
 from matplotlib.figure import Figure
 
 from ..positional import apply_rope, rope_cache, sinusoidal_encoding
+from .frontend import FrontControl, FrontView, round_sig
 from .widget import Explorer
 
-__all__ = ["parse_dims", "positional_figure", "positional_explorer"]
+__all__ = ["parse_dims", "positional_data", "positional_spec", "positional_figure", "positional_explorer"]
 
 
 def parse_dims(dims: str | list[int], d_model: int) -> list[int]:
@@ -53,22 +57,24 @@ def parse_dims(dims: str | list[int], d_model: int) -> list[int]:
     return out
 
 
-def positional_figure(d_model: int = 64, base: float = 10000.0, positions: int = 100, dims: str | list[int] = "0, 4, 16",
-                      rope: bool = False) -> Figure:
-    """The three-panel picture described in the module docstring.
-
-    >>> fig = positional_figure(16, 10000.0, 20, "0, 2")
-    >>> len(fig.axes)   # heatmap, its colour bar, waves, similarity
-    4
-    >>> plt.close(fig)
-    """
+def _check_sizes(d_model, positions) -> None:
     if not isinstance(positions, int) or isinstance(positions, bool) or positions < 2:
         raise ValueError(f"positions must be an int >= 2, got {positions!r}")
     if not isinstance(d_model, int) or isinstance(d_model, bool) or d_model < 2:
         raise ValueError(f"d_model must be an int >= 2, got {d_model!r}")
     if d_model % 2:
         raise ValueError(f"d_model must be even (sines and cosines come in pairs), got {d_model}")
-    chosen = parse_dims(dims, d_model)
+
+
+def positional_data(d_model: int = 64, base: float = 10000.0, positions: int = 100, rope: bool = False) -> dict:
+    """The numbers behind the three panels: ``table`` (positions, d_model), its ``name``,
+    and ``similarity``: title, axis labels and curves ``(label, ks, values, marker)``.
+
+    >>> d = positional_data(8, 100.0, 10)
+    >>> tuple(d["table"].shape), [c[0] for c in d["similarity"]["curves"]]
+    ((10, 8), ['from p=0', 'from p=2', 'from p=4'])
+    """
+    _check_sizes(d_model, positions)
     if rope:
         cos, sin = rope_cache(positions, d_model, base=float(base))
         table = cos  # (P, d): column i and i + d/2 share the angle pos * w_i
@@ -76,21 +82,9 @@ def positional_figure(d_model: int = 64, base: float = 10000.0, positions: int =
     else:
         table = sinusoidal_encoding(positions, d_model, base=float(base))
         name = f"sinusoidal PE (d_model={d_model})"
-
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
-    im = axes[0].imshow(table.numpy(), aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
-    axes[0].set(title=name, xlabel="dimension", ylabel="position")
-    axes[0].grid(False)
-    fig.colorbar(im, ax=axes[0], shrink=0.8)
-
-    pos = torch.arange(positions)
-    for d in chosen:
-        axes[1].plot(pos, table[:, d], label=f"dim {d}")
-    axes[1].set(title="chosen dimensions as waves", xlabel="position", ylabel="value", ylim=(-1.15, 1.15))
-    axes[1].legend(loc="lower right", fontsize=8)
-
     max_k = positions // 2
     ks = torch.arange(-max_k, max_k + 1) if rope else torch.arange(0, max_k + 1)
+    curves = []
     if rope:
         # The same query and key vectors, rotated to positions m and n: the score depends on m - n only.
         g = torch.Generator().manual_seed(0)
@@ -102,28 +96,76 @@ def positional_figure(d_model: int = 64, base: float = 10000.0, positions: int =
         for m in sorted({max_k, positions - 1}):
             ns = m - ks
             ok = (ns >= 0) & (ns < positions)
-            axes[2].plot(ks[ok], scores[m, ns[ok]], marker="." if m == max_k else None, label=f"query at m={m}")
-        axes[2].set(title="RoPE score q_m . k_n vs distance", xlabel="m - n", ylabel="score")
+            curves.append((f"query at m={m}", ks[ok], scores[m, ns[ok]], m == max_k))
+        sim = {"title": "RoPE score q_m . k_n vs distance", "xlabel": "m - n", "ylabel": "score"}
     else:
         pe = table.double()
         for p in sorted({0, positions // 4, max_k - 1}):
             ks_ok = ks[p + ks < positions]
-            axes[2].plot(ks_ok, (pe[p] * pe[p + ks_ok]).sum(-1), label=f"from p={p}")
-        axes[2].set(title="PE(p) . PE(p + k) vs distance", xlabel="distance k", ylabel="dot product")
+            curves.append((f"from p={p}", ks_ok, (pe[p] * pe[p + ks_ok]).sum(-1), False))
+        sim = {"title": "PE(p) . PE(p + k) vs distance", "xlabel": "distance k", "ylabel": "dot product"}
+    return {"table": table, "name": name, "similarity": {**sim, "curves": curves},
+            "title": f"base = {float(base):g}, {positions} positions"}
+
+
+def positional_spec(d_model: int = 64, base: float = 10000.0, positions: int = 100, rope: bool = False) -> dict:
+    """``positional_data`` as the browser view's JSON (arrays rounded to 4 significant digits)."""
+    d = positional_data(d_model, base, positions, rope)
+    sim = d["similarity"]
+    series = [{"label": lab, "x": [int(v) for v in x.tolist()], "y": round_sig(y), "marker": bool(mk)}
+              for lab, x, y, mk in sim["curves"]]
+    return {"kind": "positional", "title": d["title"], "table_title": d["name"], "table": round_sig(d["table"]),
+            "similarity": {"title": sim["title"], "xlabel": sim["xlabel"], "ylabel": sim["ylabel"], "series": series}}
+
+
+def positional_figure(d_model: int = 64, base: float = 10000.0, positions: int = 100, dims: str | list[int] = "0, 4, 16",
+                      rope: bool = False) -> Figure:
+    """The three-panel picture described in the module docstring.
+
+    >>> fig = positional_figure(16, 10000.0, 20, "0, 2")
+    >>> len(fig.axes)   # heatmap, its colour bar, waves, similarity
+    4
+    >>> plt.close(fig)
+    """
+    _check_sizes(d_model, positions)
+    chosen = parse_dims(dims, d_model)
+    d = positional_data(d_model, base, positions, rope)
+    table = d["table"]
+
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    im = axes[0].imshow(table.numpy(), aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    axes[0].set(title=d["name"], xlabel="dimension", ylabel="position")
+    axes[0].grid(False)
+    fig.colorbar(im, ax=axes[0], shrink=0.8)
+
+    pos = torch.arange(positions)
+    for dim in chosen:
+        axes[1].plot(pos, table[:, dim], label=f"dim {dim}")
+    axes[1].set(title="chosen dimensions as waves", xlabel="position", ylabel="value", ylim=(-1.15, 1.15))
+    axes[1].legend(loc="lower right", fontsize=8)
+
+    sim = d["similarity"]
+    for label, ks, values, marker in sim["curves"]:
+        axes[2].plot(ks, values, marker="." if marker else None, label=label)
+    axes[2].set(title=sim["title"], xlabel=sim["xlabel"], ylabel=sim["ylabel"])
     axes[2].legend(fontsize=8)
-    fig.suptitle(f"base = {float(base):g}, {positions} positions")
+    fig.suptitle(d["title"])
     return fig
 
 
 def positional_explorer(d_model: int = 64, base: float = 10000.0, positions: int = 100, dims: str = "0, 4, 16") -> Explorer:
-    """Explorer over ``positional_figure``: sliders d_model, base, positions; text dims; toggle rope."""
+    """Explorer: sliders d_model, base, positions and toggle rope (Python); text dims (browser)."""
     positional_figure(d_model, base, positions, dims)  # fail early on a bad default
     plt.close("all")
     controls = {
         "d_model": widgets.IntSlider(value=d_model, min=4, max=256, step=4, description="d_model", continuous_update=False),
         "base": widgets.FloatLogSlider(value=base, base=10, min=1, max=6, step=0.25, description="base", continuous_update=False),
         "positions": widgets.IntSlider(value=positions, min=8, max=512, step=8, description="positions", continuous_update=False),
-        "dims": widgets.Text(value=dims, description="dims", continuous_update=False),
         "rope": widgets.ToggleButton(value=False, description="RoPE view"),
     }
-    return Explorer(positional_figure, controls, title="Positional encodings")
+    front = FrontView(dims=dims)
+    return Explorer(positional_figure, controls, title="Positional encodings", front=front, spec=positional_spec,
+                    front_controls={"dims": FrontControl(front, "dims", "dims",
+                                                         check=lambda v: parse_dims(v, controls["d_model"].value))},
+                    summary="Positional encodings: interactive (d_model, base, positions, RoPE view, dims); "
+                            "run the notebook to use it.")

@@ -5,11 +5,19 @@ set of control values, plus the ipywidgets controls that supply those values. Ke
 the logic in ``render`` means it is tested without a browser; this module only wires
 controls to it:
 
-- every change of a control re-renders the view;
-- an exception raised by ``render`` (bad input) is shown in red inside the widget, the
-  last good picture stays, and the kernel keeps running;
+- every change of a control re-renders the view (a busy sign shows meanwhile);
+- an exception raised by ``render`` (bad input) is shown in red inside the widget (cut
+  to ``MAX_ERROR`` characters), the last picture stays but is greyed out and marked out
+  of date, and the kernel keeps running;
 - ``show_static()`` draws the default view as an ordinary output, so a reader without
-  a kernel (GitHub, nbviewer) still sees the picture.
+  a kernel (GitHub, nbviewer) still sees the picture; a saved widget output carries a
+  one-line text description instead of the raw ``VBox(...)`` repr.
+
+An explorer may draw in the browser instead (``front=``, a
+:class:`llmbook.viz.frontend.FrontView`): then the Python controls produce a data
+``spec`` (``spec(**python_values)``), sent once, and the display-only controls (layer,
+head, scale, ...) live in the browser as ``front_controls``; ``render`` still draws the
+same picture with matplotlib for ``show_static`` and the tests.
 
 Each control gets the CSS class ``llmbook-ctl-<name>``, the view ``llmbook-view`` and
 the error area ``llmbook-error``; the browser tests find them by these names.
@@ -26,7 +34,9 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from matplotlib.figure import Figure
 
-__all__ = ["Explorer", "figure_to_png", "show_static"]
+__all__ = ["Explorer", "figure_to_png", "show_static", "short_message", "MAX_ERROR"]
+
+MAX_ERROR = 200  # characters of an error message shown inline (a long input is not echoed whole)
 
 View = Any  # a matplotlib Figure, an HTML string, or a list of those
 
@@ -69,55 +79,123 @@ def show_static(render: Callable[..., View], **values: Any) -> None:
             raise TypeError(f"render returned {type(item).__name__}, which has no static form")
 
 
+def short_message(exc: BaseException, limit: int = MAX_ERROR) -> str:
+    """``str(exc)`` cut to ``limit`` characters with an ellipsis, so a long input is not echoed whole.
+
+    >>> short_message(ValueError("x" * 500), 10)
+    'xxxxxxxxx…'
+    """
+    msg = str(exc)
+    return msg if len(msg) <= limit else msg[: limit - 1] + "\u2026"
+
+
+_STYLE = (
+    "<style>.llmbook-stale{opacity:.3;filter:grayscale(1)}"
+    ".llmbook-busy{color:#555;font-style:italic;font-size:12px;min-height:1.2em}</style>"
+)
+_BUSY = "\u23f3 updating\u2026"
+
+
 class Explorer:
     """Controls + a view re-drawn by ``render`` + an inline error area.
 
     Parameters
     ----------
     render:
-        ``render(**values) -> Figure | str | list``; receives one keyword per control.
+        ``render(**values) -> Figure | str | list``; receives one keyword per control
+        (Python controls and front controls).
     controls:
-        name -> ipywidgets control (its ``value`` is passed to ``render`` under ``name``).
+        name -> ipywidgets control whose change needs Python (its ``value`` is passed to
+        ``render`` and ``spec`` under ``name``).
     title:
         optional heading shown above the controls.
+    front, spec, front_controls:
+        optional browser-drawn view: ``spec(**python_values) -> dict`` is sent to the
+        :class:`~llmbook.viz.frontend.FrontView` ``front`` on every Python control change;
+        ``front_controls`` (name -> :class:`~llmbook.viz.frontend.FrontControl`) are the
+        controls the browser draws and handles.
+    summary:
+        the one-line text a saved notebook shows where no widget can be drawn.
     """
 
-    def __init__(self, render: Callable[..., View], controls: Mapping[str, widgets.ValueWidget], title: str | None = None):
+    def __init__(self, render: Callable[..., View], controls: Mapping[str, widgets.ValueWidget], title: str | None = None,
+                 *, front=None, spec: Callable[..., dict] | None = None, front_controls: Mapping[str, Any] | None = None,
+                 summary: str | None = None):
         if not callable(render):
             raise TypeError("render must be callable")
-        if not controls:
+        if (front is None) != (spec is None):
+            raise ValueError("give front and spec together (a FrontView and spec(**values) -> dict), or neither")
+        if spec is not None and not callable(spec):
+            raise TypeError("spec must be callable: spec(**values) -> dict")
+        if not controls and not front_controls:
             raise ValueError("controls must name at least one control")
         self.render = render
-        self.controls = dict(controls)
-        for name, control in self.controls.items():
+        self.py_controls = dict(controls)
+        self.front = front
+        self.spec = spec
+        self.front_controls = dict(front_controls or {})
+        clash = set(self.py_controls) & set(self.front_controls)
+        if clash:
+            raise ValueError(f"front_controls and controls share the names {sorted(clash)}")
+        # Every control by name (front ones are stand-ins whose value lives in the browser view).
+        self.controls = {**self.py_controls, **self.front_controls}
+        for name, control in self.py_controls.items():
             control.add_class(f"llmbook-ctl-{name}")
             control.observe(self._on_change, names="value")
+        self.title = title
+        self.summary = summary
         self.error = widgets.HTML(value="")
         self.error.add_class("llmbook-error")
+        self.busy = widgets.HTML(value="")
+        self.busy.add_class("llmbook-busy")
         self.view = widgets.VBox([])
         self.view.add_class("llmbook-view")
         header = [widgets.HTML(f"<b>{html.escape(title)}</b>")] if title else []
-        self.box = widgets.VBox(header + [widgets.VBox(list(self.controls.values())), self.error, self.view])
+        self.box = widgets.VBox([widgets.HTML(_STYLE)] + header
+                                + [widgets.VBox(list(self.py_controls.values())), self.error, self.busy, self.view])
         self.box.add_class("llmbook-explorer")
         self.last_error: Exception | None = None
         self.refresh()
 
+    def python_values(self) -> dict[str, Any]:
+        """Values of the controls that need Python (the ones ``spec`` receives)."""
+        return {name: control.value for name, control in self.py_controls.items()}
+
     def values(self) -> dict[str, Any]:
+        """Values of every control, Python and front (the ones ``render`` receives)."""
         return {name: control.value for name, control in self.controls.items()}
+
+    def _set_stale(self, stale: bool) -> None:
+        if stale:
+            self.view.add_class("llmbook-stale")
+        else:
+            self.view.remove_class("llmbook-stale")
+        if self.front is not None:
+            self.front.stale = stale
 
     def refresh(self) -> None:
         """Re-render the view from the current control values; show errors inline."""
+        self.busy.value = _BUSY
         try:
-            items = [_to_widget(item) for item in _as_list(self.render(**self.values()))]
+            if self.front is not None:
+                self.front.spec = self.spec(**self.python_values())
+                items = [self.front]
+            else:
+                items = [_to_widget(item) for item in _as_list(self.render(**self.values()))]
         except Exception as exc:  # shown to the reader; the kernel must survive bad input
             self.last_error = exc
             self.error.value = (
                 '<div style="color:#b00020;border-left:3px solid #b00020;padding:2px 8px">'
-                f"<b>{html.escape(type(exc).__name__)}</b>: {html.escape(str(exc))}</div>"
+                f"<b>{html.escape(type(exc).__name__)}</b>: {html.escape(short_message(exc))}</div>"
             )
+            # Keep the last picture for comparison, greyed out: its title no longer matches the controls.
+            self._set_stale(True)
             return
+        finally:
+            self.busy.value = ""
         self.last_error = None
         self.error.value = ""
+        self._set_stale(False)
         self.view.children = items
 
     def _on_change(self, _change: dict) -> None:
@@ -127,5 +205,14 @@ class Explorer:
         """Draw the current view as ordinary output, for readers without a kernel."""
         show_static(self.render, **self.values())
 
-    def _ipython_display_(self) -> None:
-        display(self.box)
+    def describe(self) -> str:
+        """One line naming the explorer and its controls (the saved notebook's text form)."""
+        if self.summary:
+            return self.summary
+        names = ", ".join(self.controls)
+        return f"{self.title or 'Explorer'}: interactive ({names}); run the notebook to use it."
+
+    def _repr_mimebundle_(self, **kwargs) -> dict:
+        bundle = self.box._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = self.describe()  # instead of the raw VBox(children=...) repr
+        return bundle

@@ -1,0 +1,123 @@
+"""The browser-side view shared by the explorers: one anywidget, one JavaScript module.
+
+Python computes the data of a picture once and sends it as the widget's ``spec`` (JSON:
+the view ``kind``, arrays as nested lists rounded to 4 significant digits, labels,
+titles). ``render.js``, shipped inside this package (no CDN: the book works offline),
+draws it as SVG and handles the display-only controls itself: layer, head, softmax
+scale and causal view of an attention map, the dimensions of a positional encoding, the
+merge step of BPE. Those selections are traits of the widget (``layer``, ``head``,
+``scale``, ``causal``, ``dims``, ``step``), synced back, so Python sees what the reader
+chose; moving them never waits for the kernel.
+
+- ``FrontView``: the widget (``spec`` + the selection traits + ``stale``, set while the
+  explorer shows an error, which greys the picture out).
+- ``FrontControl``: a stand-in for an ipywidgets control whose value lives in one trait
+  of a ``FrontView`` (``explorer.controls["layer"].value = "layer 3"`` keeps working).
+- ``round_sig(array)``: nested lists rounded to a few significant digits (JSON-able).
+- ``RENDER_JS``: the module's source, also inlined by ``scripts/build_html.py``.
+
+Leaves out: drawing in Python (the matplotlib figures of each explorer stay the static
+pictures and the fallback; see ``Explorer.show_static``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import anywidget
+import numpy as np
+import traitlets
+
+__all__ = ["FrontView", "FrontControl", "round_sig", "RENDER_JS", "KINDS"]
+
+RENDER_JS = (Path(__file__).parent / "render.js").read_text(encoding="utf-8")
+KINDS = ("attention", "model_view", "positional", "bpe")
+
+
+def round_sig(values, digits: int = 4) -> list:
+    """``values`` (array-like of floats) as nested lists, each rounded to ``digits`` significant digits.
+
+    NaN becomes None (JSON has no NaN). Short decimal forms keep the JSON small.
+
+    >>> round_sig([[0.123456, 1e-7], [float("nan"), 2.0]])
+    [[0.1235, 1e-07], [None, 2.0]]
+    """
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
+        raise ValueError(f"digits must be a positive int, got {digits!r}")
+    a = np.asarray(values, dtype=np.float64)
+    if a.ndim == 0:
+        raise ValueError("values must be an array with at least one dimension")
+    flat = [None if math.isnan(v) else float(f"{v:.{digits}g}") for v in a.ravel().tolist()]
+    if any(v is not None and math.isinf(v) for v in flat):
+        raise ValueError("values contain infinities, which JSON cannot carry")
+    out: Any = flat
+    for n in reversed(a.shape[1:]):
+        out = [out[i : i + n] for i in range(0, len(out), n)]
+    return out
+
+
+class FrontView(anywidget.AnyWidget):
+    """A picture drawn in the browser by ``render.js`` from ``spec``; see the module docstring."""
+
+    _esm = RENDER_JS
+    spec = traitlets.Dict().tag(sync=True)
+    # display-only selection, changed by the browser (and readable/settable from Python)
+    layer = traitlets.Int(0).tag(sync=True)
+    head = traitlets.Int(-1).tag(sync=True)  # -1: all heads
+    scale = traitlets.Float(1.0).tag(sync=True)
+    causal = traitlets.Bool(False).tag(sync=True)
+    dims = traitlets.Unicode("").tag(sync=True)
+    step = traitlets.Int(0).tag(sync=True)
+    stale = traitlets.Bool(False).tag(sync=True)  # True while the explorer shows an error
+
+    @traitlets.validate("spec")
+    def _check_spec(self, proposal):
+        spec = proposal["value"]
+        if spec and spec.get("kind") not in KINDS:
+            raise traitlets.TraitError(f"spec['kind'] must be one of {KINDS}, got {spec.get('kind')!r}")
+        return spec
+
+    @traitlets.validate("scale")
+    def _check_scale(self, proposal):
+        v = proposal["value"]
+        if not (math.isfinite(v) and v > 0):
+            raise traitlets.TraitError(f"scale must be a positive number, got {v!r}")
+        return v
+
+
+class FrontControl:
+    """An explorer control whose value is one trait of a :class:`FrontView`.
+
+    ``options`` (labels) with ``to_trait``/``from_trait`` converting between a label
+    and the trait's value; without them the trait's value is the control's value.
+    Setting ``value`` checks it (against ``options``, and with ``check(value)``, which
+    raises), so a bad value raises here, naming the control.
+    """
+
+    def __init__(self, view: FrontView, trait: str, name: str, options: Optional[Sequence[str]] = None,
+                 to_trait: Optional[Callable[[Any], Any]] = None, from_trait: Optional[Callable[[Any], Any]] = None,
+                 check: Optional[Callable[[Any], Any]] = None):
+        if not view.has_trait(trait):
+            raise ValueError(f"trait must be a trait of FrontView, got {trait!r}")
+        self.view, self.trait, self.name = view, trait, name
+        self.options = list(options) if options is not None else None
+        self._to = to_trait or (lambda v: v)
+        self._from = from_trait or (lambda v: v)
+        self._check = check
+
+    @property
+    def value(self):
+        return self._from(getattr(self.view, self.trait))
+
+    @value.setter
+    def value(self, v) -> None:
+        if self.options is not None and v not in self.options:
+            raise ValueError(f"{self.name} must be one of {self.options[:6]}{' ...' if len(self.options) > 6 else ''}, got {v!r}")
+        if self._check is not None:
+            self._check(v)
+        setattr(self.view, self.trait, self._to(v))
+
+    def __repr__(self) -> str:
+        return f"FrontControl({self.name}={self.value!r}, drawn in the browser)"
