@@ -15,6 +15,11 @@ The fixture ``lab`` offers:
   ``lab.click_option(name, label)``: act on the control with CSS class ``llmbook-ctl-<name>``
   and wait until the kernel has re-rendered;
 - ``lab.error_text(index=0)``: the text shown in the inline error area;
+- for explorers drawn in the browser (``llmbook.viz.frontend``): ``lab.view_svg(index=0)``,
+  the markup of the index-th view's picture (SVG with its heatmap images, exact), and
+  ``lab.front_slider(name, value)``, ``lab.front_select(name, label)``,
+  ``lab.front_text(name, text)``, ``lab.front_toggle(name)``, ``lab.front_error(index)``:
+  act on a control the browser draws (no kernel round trip; they wait for the redraw);
 - ``lab.save_screenshot(label)``: a full-page PNG in ``tests/browser/screenshots/``.
 
 Chromium is Debian's ``/usr/bin/chromium`` (``apt-get install chromium``); Playwright's
@@ -317,6 +322,46 @@ class Lab:
         self.view_png(index)  # waits for the images to load
         imgs = self.page.locator(".llmbook-view").nth(index).locator("img")
         return [imgs.nth(i).get_attribute("src") or "" for i in range(imgs.count())]
+
+    # ------------------------------------------------------------ browser-drawn views
+    def view_svg(self, index: int = 0) -> str:
+        """Markup of the index-th view's browser-drawn picture (empty string if it has none yet)."""
+        view = self.page.locator(".llmbook-view").nth(index)
+        view.wait_for(state="attached", timeout=30_000)
+        self.page.wait_for_function(
+            """(i) => { const v = document.querySelectorAll('.llmbook-view')[i];
+                        const p = v && v.querySelector('.llmbook-front-picture');
+                        return p && p.innerHTML.length > 0; }""",
+            arg=index,
+            timeout=30_000,
+        )
+        return view.locator(".llmbook-front-picture").first.inner_html()
+
+    def _front_changed(self, before: str, index: int) -> None:
+        # The browser redraws synchronously on a control event; give it a frame to settle.
+        self.page.wait_for_timeout(150)
+
+    def front_select(self, name: str, label: str) -> None:
+        self._control(name).locator("select").first.select_option(label=label)
+        self._front_changed("", 0)
+
+    def front_slider(self, name: str, value) -> None:
+        slider = self._control(name).locator("input[type=range]").first
+        slider.evaluate("(e, v) => { e.value = String(v); e.dispatchEvent(new Event('input', {bubbles: true})); }", value)
+        self._front_changed("", 0)
+
+    def front_text(self, name: str, text: str) -> None:
+        box = self._control(name).locator("input").first
+        box.fill(text)
+        box.press("Enter")
+        self._front_changed("", 0)
+
+    def front_toggle(self, name: str) -> None:
+        self._control(name).locator("input[type=checkbox]").first.click()
+        self._front_changed("", 0)
+
+    def front_error(self, index: int = 0) -> str:
+        return self.page.locator(".llmbook-front-error").nth(index).inner_text()
 
     def error_text(self, index: int = 0) -> str:
         return self.page.locator(".llmbook-error").nth(index).inner_text()

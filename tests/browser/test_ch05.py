@@ -7,27 +7,29 @@ pytestmark = pytest.mark.browser
 
 def test_positional_explorer(lab):
     lab.open("tests/browser/fixtures/ch05_positional.ipynb")
-    before = lab.view_png()
+    before = lab.view_svg()
     lab.save_screenshot("ch05_before")
-    lab.move_slider("d_model", 4)  # 32 -> 48
-    wider = lab.view_png()
-    assert wider != before
+    lab.move_slider("d_model", 4)  # 32 -> 48: Python recomputes the table
+    wider = lab.view_svg()
+    assert wider != before and "d_model=48" in wider
     assert lab.error_text().strip() == ""
 
     lab.move_slider("base", -4)  # 10^4 -> 10^3
-    smaller_base = lab.view_png()
+    smaller_base = lab.view_svg()
     assert smaller_base != wider
 
     lab.toggle("rope")
-    rope = lab.view_png()
-    assert rope != smaller_base
+    rope = lab.view_svg()
+    assert rope != smaller_base and "RoPE" in rope
     lab.save_screenshot("ch05_rope")
 
-    lab.set_text("dims", "0, 999")
-    assert "out of range" in lab.error_text()
-    assert lab.view_png() == rope  # the last good picture stays
-    lab.set_text("dims", "0, 2")
-    assert lab.error_text().strip() == ""
+    # dims: chosen in the browser from the table already sent
+    lab.front_text("dims", "0, 999")
+    assert "out of range" in lab.front_error()
+    lab.front_text("dims", "0, 2")
+    assert lab.front_error().strip() == ""
+    two = lab.view_svg()
+    assert two != rope and "dim 2" in two and "dim 4" not in two
 
 
 # ----------------------------------------------------------------- exercise cells (issue 14)

@@ -293,6 +293,16 @@ def _tokens_by_k(trace: BPETrace, text: str) -> list[int]:
     return out
 
 
+def _pair_labels(trace: BPETrace) -> list[list[str]]:
+    """The merge table's pairs; at byte level a byte that is part of a character shows as <E4>."""
+    if trace.level == "characters":
+        return [[a, b] for a, b in trace.pairs]
+    from .attention import byte_token_labels
+
+    vocab = trace.tokenizer.vocab
+    return [[byte_token_labels([vocab[a]])[0], byte_token_labels([vocab[b]])[0]] for (a, b), _ in trace.tokenizer.merges]
+
+
 def bpe_spec(text: str = "", level: str = "characters", corpus: str = YOUR_TEXT) -> dict:
     """The browser view's data for one text and level: the merge history of the shown
     text, the merge table and the token count after every number of merges."""
@@ -307,7 +317,7 @@ def bpe_spec(text: str = "", level: str = "characters", corpus: str = YOUR_TEXT)
     units, steps = merge_history(trace, text[:SHOWN_CHARS])
     return {"kind": "bpe", "title": "BPE merge explorer", "level": level, "n_base": trace.n_base,
             "n_chars": len(text), "shown_chars": min(len(text), SHOWN_CHARS), "units": units, "steps": steps,
-            "pairs": [[a, b] for a, b in trace.pairs], "counts": list(trace.counts),
+            "pairs": _pair_labels(trace), "counts": list(trace.counts),
             "tokens_by_k": _tokens_by_k(trace, text)}
 
 

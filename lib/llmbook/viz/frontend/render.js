@@ -451,20 +451,44 @@ function positionalView(ctx) {
 }
 
 // ------------------------------------------------------------------ BPE merges
-function bytesLabel(bytes) {
-  // Whole UTF-8 characters as themselves, bytes of a split character as <E4>.
-  let out = "", i = 0;
+const utf8Len = (b) => (b < 0x80 ? 1 : b >= 0xc0 && b < 0xe0 ? 2 : b >= 0xe0 && b < 0xf0 ? 3 : b >= 0xf0 && b < 0xf8 ? 4 : 0);
+const hexByte = (b) => `<${b.toString(16).toUpperCase().padStart(2, "0")}>`;
+
+// Labels for byte-level tokens read together, as llmbook.viz.attention.byte_token_labels:
+// whole characters as themselves, part of a character as the character and the byte
+// slice the token holds (今[:2]), bytes that are no UTF-8 at all as <E5>.
+function byteTokenLabels(runs) {
+  const data = runs.flat();
   const dec = new TextDecoder("utf-8", { fatal: true });
-  while (i < bytes.length) {
-    const b = bytes[i];
-    const n = b < 0x80 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 0;
-    if (n && i + n <= bytes.length) {
-      try { out += dec.decode(new Uint8Array(bytes.slice(i, i + n))); i += n; continue; } catch (e) { /* not whole */ }
+  const chars = [];
+  for (let i = 0; i < data.length;) {
+    const n = utf8Len(data[i]);
+    let ch = null;
+    if (n && i + n <= data.length) {
+      try { ch = dec.decode(new Uint8Array(data.slice(i, i + n))); } catch (e) { ch = null; }
     }
-    out += `<${b.toString(16).toUpperCase().padStart(2, "0")}>`;
-    i += 1;
+    chars.push(ch === null ? [i, i + 1, null] : [i, i + n, ch]);
+    i += ch === null ? 1 : n;
   }
-  return out;
+  const labels = [];
+  let k = 0, start = 0;
+  for (const run of runs) {
+    const end = start + run.length;
+    let out = "";
+    while (k < chars.length && chars[k][0] < end) {
+      const [cs, ce, ch] = chars[k];
+      if (ch === null) out += hexByte(data[cs]);
+      else if (cs >= start && ce <= end) out += ch;
+      else {
+        const lo = Math.max(cs, start) - cs, hi = Math.min(ce, end) - cs;
+        out += ch + (lo === 0 ? `[:${hi}]` : hi === ce - cs ? `[${lo}:]` : `[${lo}:${hi}]`);
+      }
+      if (ce <= end) k += 1; else break;
+    }
+    labels.push(out);
+    start = end;
+  }
+  return labels;
 }
 
 function tokensAt(spec, k) {
@@ -477,7 +501,7 @@ function tokensAt(spec, k) {
     else { out.push(cur); cur = [spec.units[i + 1]]; }
   }
   out.push(cur);
-  return out.map((u) => (spec.level === "bytes" ? bytesLabel(u) : u.join("")));
+  return spec.level === "bytes" ? byteTokenLabels(out) : out.map((u) => u.join(""));
 }
 
 function bpeView(ctx) {
