@@ -249,8 +249,9 @@ def main() -> int:
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     p.add_argument("--compile", action="store_true")
     p.add_argument("--steps", type=int, default=30, help="timed steps on a GPU")
-    p.add_argument("--repeats", type=int, default=7, help="timed samples per model (CPU)")
-    p.add_argument("--steps-per-sample", type=int, default=3, help="training steps in one timed sample (CPU)")
+    p.add_argument("--repeats", type=int, default=9, help="timed samples per model (CPU)")
+    p.add_argument("--steps-per-sample", type=int, default=8,
+                   help="training steps in one timed sample (CPU): 8 steps of ~40 ms average out the noise of one")
     p.add_argument("--tokens", type=int, default=500, help="tokens generated in the KV-cache benchmark")
     p.add_argument("--skip-quality", action="store_true", help="skip the 180 s training run")
     p.add_argument("--seconds", type=float, default=180.0)
