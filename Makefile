@@ -69,6 +69,11 @@ test-notebooks: $(STAMP)
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
 
+# The book as static HTML in build/html/ (git-ignored), from the committed outputs: nothing
+# is executed or fetched; explorers drawn in the browser keep their display-only controls.
+html: $(STAMP)
+	$(BIN)/python scripts/build_html.py --out build/html
+
 # Every benchmark with one timing discipline (benchmarks/_timing.py: warm-up, alternating
 # repeats, medians and interquartile ranges, one torch thread timed in CPU seconds unless
 # BENCH_THREADS says otherwise), then one report: benchmarks/results.json, a markdown table,

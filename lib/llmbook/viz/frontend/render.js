@@ -299,6 +299,7 @@ function drawOne(ctx, w, keys, queries, title, annotate) {
   svgEl("text", { x: left + (cell * Tk) / 2, y: 17, "text-anchor": "middle", "font-size": 13, class: "llmbook-front-title" }, svg, title);
   colourBar(svg, left + cell * Tk + 12, top, cell * Tq, 0, vmax, VIRIDIS, "attention weight");
   ctx.pic.replaceChildren(svg);
+  ctx.status.textContent = "Hover a cell to read its weight.";
 }
 
 function drawGrid(ctx, maps, keys, queries, title) {

@@ -1,0 +1,200 @@
+"""Build the book as static HTML (``make html``): every notebook, from its committed outputs.
+
+Nothing is executed and nothing is fetched: nbconvert exports each notebook as it was
+saved, and the page loads no script or style sheet from the internet (MathJax, require.js
+and mermaid, which nbconvert's template takes from a CDN, are left out, so equations show
+as their TeX source).
+
+Widget outputs are replaced by HTML made from the widget state the notebook saved
+(notebook metadata ``widgets``, ``application/vnd.jupyter.widget-state+json``):
+
+- an explorer drawn by the book's front end (``llmbook.viz.frontend.FrontView``) becomes
+  the same renderer, ``render.js``, inlined once per page, drawing from the saved ``spec``
+  and selection: its display-only controls (layer, head, scale, causal view, dimensions,
+  merge step) work in the static page;
+- controls that need Python show their saved value, greyed out, with a note saying so;
+- other widgets show what they held (HTML, PNG images).
+
+Usage: ``python scripts/build_html.py [--out build/html] [notebooks ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import json
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+from nbconvert import HTMLExporter
+
+REPO = Path(__file__).resolve().parents[1]
+FRONTEND = REPO / "lib" / "llmbook" / "viz" / "frontend"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+SELECTION = ("layer", "head", "scale", "causal", "dims", "step", "stale")
+BOXES = {"VBoxModel": "column", "BoxModel": "column", "GridBoxModel": "column", "HBoxModel": "row"}
+STATIC_CSS = """<style>
+.llmbook-static-ctl{color:#777;font-size:13px;margin:2px 0}
+.llmbook-static-ctl code{background:#f2f2f2;padding:0 4px;border-radius:3px;white-space:pre-wrap}
+.llmbook-static-note{color:#555;font-style:italic;font-size:12.5px;margin:4px 0 8px}
+</style>"""
+NOTE_PYTHON = ("Controls in grey need Python (a running kernel) and show the values saved with the notebook; "
+               "the controls drawn with the picture work in this page.")
+NOTE_NO_FRONT = "This explorer needs a running kernel; the picture is the one saved with the notebook."
+
+
+def _ref(value) -> str | None:
+    return value[len("IPY_MODEL_"):] if isinstance(value, str) and value.startswith("IPY_MODEL_") else None
+
+
+class StaticWidgets:
+    """Turns saved widget models into HTML; counts the browser-drawn views it emitted."""
+
+    def __init__(self, state: dict) -> None:
+        self.state = state
+        self.fronts = 0
+
+    def explorer(self, model_id: str) -> str:
+        before = self.fronts
+        self._has_python_controls = False
+        body = self._node(model_id)
+        if not body:
+            return ""
+        if self.fronts > before:
+            note = NOTE_PYTHON if self._has_python_controls else "The controls drawn with the picture work in this page."
+        else:
+            note = NOTE_NO_FRONT
+        return f'<div class="llmbook-static">{body}<div class="llmbook-static-note">{html.escape(note)}</div></div>'
+
+    def _node(self, model_id: str | None) -> str:
+        model = self.state.get(model_id or "")
+        if model is None:
+            return ""
+        name, s = model.get("model_name", ""), model.get("state", {})
+        classes = " ".join(s.get("_dom_classes", []))
+        if model.get("model_module") == "anywidget" and s.get("spec"):
+            self.fronts += 1
+            data = {"spec": s["spec"], **{k: s[k] for k in SELECTION if k in s}}
+            payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+            return ('<div class="llmbook-static-front">'
+                    f'<script type="application/json" class="llmbook-static-state">{payload}</script>'
+                    '<div class="llmbook-static-mount"></div></div>')
+        if name in BOXES:
+            inner = "".join(self._node(_ref(c)) for c in s.get("children", []))
+            return f'<div class="{html.escape(classes)}" style="display:flex;flex-direction:{BOXES[name]}">{inner}</div>'
+        if name in ("HTMLModel", "HTMLMathModel"):
+            return s.get("value", "")
+        if name == "LabelModel":
+            return f"<div>{html.escape(str(s.get('value', '')))}</div>"
+        if name == "ImageModel":
+            for buf in model.get("buffers", []):
+                if buf.get("path") == ["value"] and buf.get("encoding") == "base64":
+                    fmt = html.escape(s.get("format", "png"))
+                    return f'<img class="{html.escape(classes)}" alt="saved picture" src="data:image/{fmt};base64,{buf["data"]}">'
+            return ""
+        if "value" in s and "description" in s:  # a control: its saved value, greyed out
+            self._has_python_controls = True
+            label = s.get("description") or classes.replace("llmbook-ctl-", "")
+            value = s["value"]
+            if "_options_labels" in s and isinstance(value, int) and not isinstance(value, bool) and "index" in s:
+                value = s["_options_labels"][value]
+            return (f'<div class="llmbook-static-ctl {html.escape(classes)}" title="needs a running kernel">'
+                    f"{html.escape(str(label))}: <code>{html.escape(str(value))}</code></div>")
+        return ""
+
+
+def static_notebook(nb) -> tuple[object, int]:
+    """Replace widget outputs by static HTML; drop the saved widget state. Returns (nb, number of front views)."""
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    widgets = StaticWidgets(state)
+    for cell in nb.cells:
+        for i, out in enumerate(cell.get("outputs", [])):
+            data = out.get("data", {})
+            if WIDGET_VIEW not in data:
+                continue
+            body = widgets.explorer(data[WIDGET_VIEW].get("model_id", ""))
+            text = data.get("text/plain", "")
+            if not body:
+                body = f'<div class="llmbook-static-note">{html.escape(text or "an interactive widget: run the notebook to use it")}</div>'
+            cell.outputs[i] = nbformat.v4.new_output("display_data", data={"text/html": STATIC_CSS + body, "text/plain": text})
+    nb.metadata.pop("widgets", None)
+    return nb, widgets.fronts
+
+
+_REMOTE_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
+_REMOTE_LINK = re.compile(r"<link\b[^>]*\bhref=[\"']?(?:https?:)?//[^>]*>", re.I)
+
+
+def strip_remote(page: str) -> str:
+    """Remove every script and style sheet that would load from the network (the template's CDN ones)."""
+    def keep(match: re.Match) -> str:
+        tag = match.group(0)
+        opening = tag[: tag.index(">") + 1]
+        if re.search(r"\bsrc=[\"']?(?:https?:)?//", opening, re.I) or re.search(r"\bsrc=[\"'][\"']", opening):
+            return ""  # a CDN script, or one whose address was blanked out above
+        if "llmbook-render" not in opening and re.search(r"(?:import\s*\(|from\s+)[\"']https?://|cdnjs|unpkg|jsdelivr", tag):
+            return ""
+        if "MathJax" in tag and "llmbook-render" not in opening:
+            return ""  # its configuration, useless without MathJax itself
+        return tag
+
+    return _REMOTE_LINK.sub("", _REMOTE_SCRIPT.sub(keep, page))
+
+
+def remote_references(page: str) -> list[str]:
+    """Script or link tags that still point at the network (must be empty)."""
+    tags = re.findall(r"<(?:script|link|img|iframe)\b[^>]*>", page, re.I)
+    return [t for t in tags if re.search(r"\b(?:src|href)=[\"']?(?:https?:)?//", t, re.I)]
+
+
+def build_page(path: Path) -> tuple[str, int]:
+    nb = nbformat.read(path, as_version=4)
+    nb, fronts = static_notebook(nb)
+    exporter = HTMLExporter(template_name="lab")
+    exporter.mathjax_url = ""
+    exporter.require_js_url = ""
+    exporter.jquery_url = ""
+    page, _ = exporter.from_notebook_node(nb)
+    page = strip_remote(page)
+    if fronts:
+        module = (FRONTEND / "render.js").read_text(encoding="utf-8") + "\n" + (FRONTEND / "static.js").read_text(encoding="utf-8")
+        page = page.replace("</body>", f'<script type="module" id="llmbook-render">\n{module}\n</script>\n</body>', 1)
+    bad = remote_references(page)
+    if bad:
+        raise RuntimeError(f"{path.name}: the page still loads from the network: {bad[:3]}")
+    return page, fronts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to build (default: notebooks/*.ipynb)")
+    parser.add_argument("--out", type=Path, default=REPO / "build" / "html", help="output folder (default: build/html)")
+    args = parser.parse_args(argv)
+    paths = args.notebooks or sorted((REPO / "notebooks").glob("*.ipynb"))
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        parser.error(f"no such notebook: {', '.join(missing)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    links = []
+    for path in paths:
+        page, fronts = build_page(path)
+        target = args.out / (path.stem + ".html")
+        target.write_text(page, encoding="utf-8")
+        links.append(f'<li><a href="{html.escape(target.name)}">{html.escape(path.stem)}</a></li>')
+        print(f"{target.relative_to(args.out.parent) if args.out.parent in target.parents else target}: "
+              f"{len(page) // 1024} KiB, {fronts} live explorer view(s)")
+    index = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>llmbook</title></head><body>"
+             "<h1>How large language models work: the static book</h1>"
+             "<p>Built from the committed notebooks, no code run. Explorers drawn in the browser respond to their "
+             "display-only controls; the rest needs a running kernel (<code>make lab</code>).</p>"
+             f"<ul>{''.join(links)}</ul></body></html>")
+    (args.out / "index.html").write_text(index, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
