@@ -74,7 +74,8 @@ CHAPTERS = {
     "09": ("notebooks/09_post_training.ipynb", ["checkpoint_explorer"]),
 }
 # Controls that only change how the same data is drawn (no model run, no new data).
-DISPLAY_ONLY = {"layer", "head", "scale", "dims", "dim", "dimension", "dimensions", "merges", "merge", "step",
+# "causal" re-masks and renormalises the same attention weights, so it belongs here too.
+DISPLAY_ONLY = {"layer", "head", "scale", "causal", "dims", "dim", "dimension", "dimensions", "merges", "merge", "step",
                 "token", "query", "highlight", "highlighted", "selected"}
 GOALS = {"widget_latency_p50_ms": "<= 150", "widget_latency_p90_ms": "<= 400", "widget_display_only_p50_ms": "<= 100"}
 
@@ -111,9 +112,21 @@ WATCH_JS = r"""
     const views = [...ex.querySelectorAll('.llmbook-view')];
     return {ex, views: views.length ? views : [ex], err: ex.querySelector('.llmbook-error')};
   };
+  // Controls drawn inside the view (browser-side explorers) and hover read-outs are not the picture.
+  const NOT_PICTURE = '[class*="llmbook-ctl-"], .llmbook-front-controls, .llmbook-front-status';
+  const pictureHtml = (v) => {
+    if (!v.querySelector(NOT_PICTURE)) return v.innerHTML;
+    const c = v.cloneNode(true);
+    c.querySelectorAll(NOT_PICTURE).forEach(n => n.remove());
+    return c.innerHTML;
+  };
+  const inPicture = (node) => {
+    const el = node.nodeType === 1 ? node : node.parentElement;
+    return !(el && el.closest(NOT_PICTURE));
+  };
   B.signature = (e) => {
     const r = B.roots(e);
-    return r ? {html: hash(r.views.map(v => v.innerHTML).join('\u0001')), canvas: B.canvasSig(r.views),
+    return r ? {html: hash(r.views.map(pictureHtml).join('\u0001')), canvas: B.canvasSig(r.views),
                 err: r.err ? r.err.innerText : ''} : null;
   };
   B.arm = (e) => {
@@ -121,7 +134,9 @@ WATCH_JS = r"""
     const r = B.roots(e);
     const s = B.state = {e, t0: null, armedAt: performance.now(), tView: null, tCanvas: null, tErr: null,
                          nMut: 0, sig0: B.signature(e), observers: [], iv: null};
-    const mo = new MutationObserver(() => { s.tView = performance.now(); s.nMut++; });
+    const mo = new MutationObserver((records) => {
+      if (records.some(rec => inPicture(rec.target))) { s.tView = performance.now(); s.nMut++; }
+    });
     for (const v of r.views) mo.observe(v, {subtree: true, childList: true, attributes: true, characterData: true});
     s.observers.push(mo);
     if (r.err) {
@@ -240,8 +255,8 @@ class Mover:
             self.variants = text_variants(base) if self.original.strip() else [base] + text_variants(base)
             if not self.variants:
                 raise ValueError(f"control {name!r}: no variant of the text {self.original!r} to type")
-        elif kind == "number":
-            self.original = info["value"]
+        elif kind in ("number", "range"):
+            self.original = info.get("value", info.get("now"))
 
     @property
     def one_way(self) -> bool:
@@ -283,10 +298,10 @@ class Mover:
             h.press("ArrowRight" if right else "ArrowLeft")
             h.evaluate("e => e.blur()")
         elif k == "range":
+            # A click on the track (JupyterLab keeps arrow keys from a range input in a notebook).
             r = self.loc.locator("input[type=range]").first if self.loc.evaluate("e => !e.matches('input')") else self.loc
-            at_max = self.info.get("now") == self.info.get("max")
-            r.focus()
-            r.press("ArrowRight" if forward != at_max else "ArrowLeft")
+            box = r.bounding_box()
+            r.click(position={"x": box["width"] * (0.6 if forward else 0.4), "y": box["height"] / 2})
         elif k == "select":
             n, i0 = self.info["n"], self.info["index"]
             # start, then another option, then start again: every move changes the value
@@ -322,6 +337,9 @@ class Mover:
             self._box.fill(self.original)
             self._box.press("Enter") if self.kind != "textarea" else None
             self._box.evaluate("e => e.blur()")
+        elif self.kind == "range" and self.moves:
+            r = self.loc.locator("input[type=range]").first if self.loc.evaluate("e => !e.matches('input')") else self.loc
+            r.evaluate("(e, v) => { e.value = v; e.dispatchEvent(new Event('input', {bubbles: true})); }", self.original)
 
 
 def wait_move(lab: harness.Lab, settle_ms: float, timeout_s: float, nochange_s: float) -> dict:
@@ -389,6 +407,15 @@ def pct(xs: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
+STOP = {"now": False}
+
+
+def _stop(signum, _frame) -> None:
+    # Finish the current move, then close the browser and the servers (they run in their own sessions).
+    STOP["now"] = True
+    log(f"# signal {signum}: stopping after this move")
+
+
 def load() -> str:
     a, b, c = os.getloadavg()
     return f"{a:.2f} {b:.2f} {c:.2f}"
@@ -411,12 +438,15 @@ def bench_notebook(browser, chapter: str, path: str, args, rows: list[dict]) -> 
         log(f"   kernel: llmbook from {kernel_llmbook_file(server)}")
         page.evaluate(WATCH_JS)
         n_ex = page.locator(".llmbook-explorer").count()
-        titles = [page.locator(".llmbook-explorer").nth(i).locator("b").first.inner_text() if
-                  page.locator(".llmbook-explorer").nth(i).locator("b").count() else f"explorer {i}" for i in range(n_ex)]
+        titles = [page.evaluate("""(i) => { const b = [...document.querySelectorAll('.llmbook-explorer')[i].querySelectorAll('b')]
+                                             .map(x => x.innerText.trim()).find(t => t); return b || ''; }""", i)
+                  or f"explorer {i}" for i in range(n_ex)]
         log(f"   {n_ex} explorer(s): {titles} (expected {CHAPTERS[chapter][1] if chapter in CHAPTERS else '?'})")
         for e in range(n_ex):
-            controls = page.evaluate(CONTROLS_JS, e)
+            controls = stable_controls(page, e)
             for c in controls:
+                if STOP["now"]:
+                    break
                 if c["kind"] == "unknown":
                     log(f"   [skip] explorer {e} control {c['name']}: unknown kind")
                     continue
@@ -443,6 +473,8 @@ def bench_control(lab: harness.Lab, chapter: str, e: int, title: str, c: dict, a
     total = args.warmup + args.repeats
     # an even number of alternating moves puts the control back; boxes are restored
     for i in range(total + (0 if mover.one_way else total % 2)):
+        if STOP["now"]:
+            break
         mover.prepare()
         lab.wait_idle(timeout_s=harness.RENDER_TIMEOUT_S, settle_ms=200)
         page.evaluate("(e) => window.__llmbBench.arm(e)", e)
@@ -461,6 +493,21 @@ def bench_control(lab: harness.Lab, chapter: str, e: int, title: str, c: dict, a
            "display_only": c["name"] in DISPLAY_ONLY, "samples": samples, "outcomes": outcomes}
     rows.append(row)
     log(fmt_row(row) + (f"   errors: {sorted(set(errors))[:2]}" if errors else ""))
+
+
+def stable_controls(page, e: int, timeout_s: float = 30) -> list[dict]:
+    """The controls of explorer ``e`` once the list stops changing (views drawn in the browser
+    build their controls after the widget is displayed)."""
+    deadline = time.time() + timeout_s
+    last = None
+    while time.time() < deadline:
+        now = page.evaluate(CONTROLS_JS, e)
+        names = [(c["name"], c["kind"]) for c in now]
+        if names and names == last:
+            return now
+        last = names
+        page.wait_for_timeout(700)
+    return page.evaluate(CONTROLS_JS, e)
 
 
 def fmt_row(row: dict) -> str:
@@ -527,6 +574,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repo", type=Path, default=ROOT,
                     help="checkout whose notebooks are opened and whose lib/ the kernel imports (default this one)")
     ap.add_argument("--record", action="store_true", help="merge the metrics into benchmarks/results.json")
+    ap.add_argument("--json", type=Path, default=HERE / "results" / "bench_widgets_samples.json",
+                    help="where the raw samples go (rewritten after each notebook; git-ignored folder by default)")
     args = ap.parse_args(argv)
     if args.repeats < 1 or args.warmup < 0:
         raise SystemExit(f"--repeats must be >= 1 and --warmup >= 0, got {args.repeats} and {args.warmup}")
@@ -559,13 +608,23 @@ def main(argv: list[str] | None = None) -> int:
     log(HEADER)
     from playwright.sync_api import sync_playwright
 
+    import signal
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+
     rows: list[dict] = []
     t_start = time.time()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=harness.CHROMIUM, args=harness.CHROMIUM_ARGS, headless=True)
         try:
             for chapter, path in todo:
+                if STOP["now"]:
+                    break
                 bench_notebook(browser, chapter, path, args, rows)
+                if args.json:
+                    args.json.parent.mkdir(parents=True, exist_ok=True)
+                    args.json.write_text(json.dumps({"repo": str(repo), "commit": commit, "rows": rows}, indent=1) + "\n")
         finally:
             browser.close()
     log(f"\n# all notebooks done in {time.time() - t_start:.0f} s; load average {load()}")
