@@ -204,3 +204,18 @@ def test_front_view_spec_and_round_sig():
         FrontControl(v, "colour", "colour")
     with pytest.raises(ValueError, match="front and spec"):
         Explorer(lambda: "", {}, front=v)
+
+
+def test_bars_spec_checks_its_frames():
+    from llmbook.viz.frontend import bars_spec
+
+    spec = bars_spec(["a", "b"], [[0.5, 0.5], [0.9, 0.1]], frame_labels=["x", "y"], colors=[[0, 0], [0, 7]])
+    assert spec["kind"] == "bars" and spec["frames"][1] == {"label": "y", "values": [0.9, 0.1], "colors": [0, 7]}
+    with pytest.raises(ValueError, match=r"frames\[1\] has 1 values"):
+        bars_spec(["a", "b"], [[0.5, 0.5], [1.0]])
+    with pytest.raises(ValueError, match="labels"):
+        bars_spec([], [[1.0]])
+    with pytest.raises(ValueError, match="frame_labels"):
+        bars_spec(["a"], [[1.0]], frame_labels=["x", "y"])
+    with pytest.raises(ValueError, match="NaN"):
+        bars_spec(["a"], [[float("nan")]])

@@ -14,6 +14,8 @@ chose; moving them never waits for the kernel.
 - ``FrontControl``: a stand-in for an ipywidgets control whose value lives in one trait
   of a ``FrontView`` (``explorer.controls["layer"].value = "layer 3"`` keeps working).
 - ``round_sig(array)``: nested lists rounded to a few significant digits (JSON-able).
+- ``bars_spec(labels, frames)``: a bar chart per frame (a distribution per step, say),
+  the frame chosen in the browser with the ``step`` slider, on one value axis.
 - ``RENDER_JS``: the module's source, also inlined by ``scripts/build_html.py``.
 
 Leaves out: drawing in Python (the matplotlib figures of each explorer stay the static
@@ -30,10 +32,10 @@ import anywidget
 import numpy as np
 import traitlets
 
-__all__ = ["FrontView", "FrontControl", "round_sig", "RENDER_JS", "KINDS"]
+__all__ = ["FrontView", "FrontControl", "round_sig", "bars_spec", "RENDER_JS", "KINDS"]
 
 RENDER_JS = (Path(__file__).parent / "render.js").read_text(encoding="utf-8")
-KINDS = ("attention", "model_view", "positional", "bpe")
+KINDS = ("attention", "model_view", "positional", "bpe", "bars")
 
 
 def round_sig(values, digits: int = 4) -> list:
@@ -56,6 +58,42 @@ def round_sig(values, digits: int = 4) -> list:
     for n in reversed(a.shape[1:]):
         out = [out[i : i + n] for i in range(0, len(out), n)]
     return out
+
+
+def bars_spec(labels: Sequence[str], frames: Sequence[Sequence[float]], frame_labels: Optional[Sequence[str]] = None,
+              title: str = "", ylabel: str = "", colors: Optional[Sequence[Sequence[int]]] = None,
+              step_label: str = "step") -> dict:
+    """The browser view's data for bar charts: one bar per label, one chart per frame.
+
+    ``colors[f][i]`` (optional) picks the palette colour of bar i in frame f (e.g. 0 kept,
+    7 filtered out).
+
+    >>> bars_spec(["a", "b"], [[0.25, 0.75]], title="p")["frames"]
+    [{'label': '', 'values': [0.25, 0.75]}]
+    """
+    labels = [str(x) for x in labels]
+    if not labels:
+        raise ValueError("labels must name at least one bar")
+    if not frames:
+        raise ValueError("frames must hold at least one frame of values")
+    if frame_labels is not None and len(frame_labels) != len(frames):
+        raise ValueError(f"frame_labels must have one label per frame ({len(frames)}), got {len(frame_labels)}")
+    if colors is not None and len(colors) != len(frames):
+        raise ValueError(f"colors must have one list per frame ({len(frames)}), got {len(colors)}")
+    out = []
+    for f, values in enumerate(frames):
+        vals = round_sig(values)
+        if len(vals) != len(labels):
+            raise ValueError(f"frames[{f}] has {len(vals)} values for {len(labels)} labels")
+        if any(v is None for v in vals):
+            raise ValueError(f"frames[{f}] contains NaN")
+        frame = {"label": "" if frame_labels is None else str(frame_labels[f]), "values": vals}
+        if colors is not None:
+            if len(colors[f]) != len(labels):
+                raise ValueError(f"colors[{f}] has {len(colors[f])} entries for {len(labels)} labels")
+            frame["colors"] = [int(c) for c in colors[f]]
+        out.append(frame)
+    return {"kind": "bars", "title": title, "ylabel": ylabel, "labels": labels, "frames": out, "step_label": step_label}
 
 
 class FrontView(anywidget.AnyWidget):

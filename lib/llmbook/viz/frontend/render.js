@@ -7,6 +7,7 @@
 //   "model_view"  every layer x head as thumbnails + the selected head drawn large
 //   "positional"  encoding table heatmap + chosen dimensions as waves + a line plot
 //   "bpe"         text coloured token by token after k merges + merge table + curve
+//   "bars"        a bar chart per frame (e.g. a distribution per step), frame chosen by a slider
 // Pictures are SVG (text, ticks, colour bars); heatmap cells are one pixelated <image>
 // per panel, painted on an off-screen canvas. Selections live in the widget model
 // (traits `layer`, `head`, `scale`, `causal`, `dims`, `step`), so Python sees them.
@@ -557,8 +558,45 @@ function bpeView(ctx) {
   };
 }
 
+// ------------------------------------------------------------------ bar chart
+function barsView(ctx) {
+  const { model, spec } = ctx;
+  const F = spec.frames.length;
+  const slider = rangeControl(ctx.bar, "step", spec.step_label || "step", 0, F - 1, 1, (v) => ctx.set({ step: v }), 0);
+  if (F < 2) slider.box.style.display = "none";
+  // one value axis for every frame, so moving the slider compares like with like
+  const vmax = Math.max(1e-12, ...spec.frames.flatMap((f) => f.values));
+  return () => {
+    const k = clampInt(model.get("step"), 0, F - 1);
+    slider.set(k);
+    const frame = spec.frames[k];
+    const n = frame.values.length, size = 11;
+    const left = 56, bottom = 16 + Math.max(...spec.labels.map((l) => textWidth(l, size))), top = 30;
+    const bw = Math.max(10, Math.min(40, Math.floor(560 / n)));
+    const W = left + n * bw + 20, ph = 220, Hh = top + ph + bottom + 18;
+    const svg = newSvg(W, Hh);
+    svgEl("text", { x: left + (n * bw) / 2, y: 17, "text-anchor": "middle", "font-size": 13, class: "llmbook-front-title" }, svg,
+      `${spec.title}${frame.label ? ` \u2014 ${frame.label}` : ""}`);
+    for (const t of niceTicks(0, vmax, 5)) {
+      const y = top + ph - (t / vmax) * ph;
+      svgEl("line", { x1: left, x2: left + n * bw, y1: y, y2: y, stroke: "#000", "stroke-opacity": 0.08 }, svg);
+      svgEl("text", { x: left - 4, y: y + 3.5, "text-anchor": "end", "font-size": 10 }, svg, fmt(t, 3));
+    }
+    frame.values.forEach((v, i) => {
+      const h = (Math.max(0, v) / vmax) * ph;
+      const colourIndex = frame.colors ? frame.colors[i] : 0;
+      const r = svgEl("rect", { x: left + i * bw + 1, y: top + ph - h, width: bw - 2, height: h, fill: PALETTE[colourIndex % PALETTE.length] }, svg);
+      svgEl("title", {}, r, `${spec.labels[i]}: ${v}`);
+      svgEl("text", { transform: `translate(${left + (i + 0.5) * bw + 3.5},${top + ph + 5}) rotate(-90)`, "text-anchor": "end", "font-size": size }, svg, spec.labels[i]);
+    });
+    svgEl("line", { x1: left, x2: left + n * bw, y1: top + ph, y2: top + ph, stroke: "#444" }, svg);
+    if (spec.ylabel) svgEl("text", { transform: `translate(12,${top + ph / 2}) rotate(-90)`, "text-anchor": "middle", "font-size": 11 }, svg, spec.ylabel);
+    ctx.pic.replaceChildren(svg);
+  };
+}
+
 // ------------------------------------------------------------------ the widget
-const VIEWS = { attention: attentionView, model_view: modelView, positional: positionalView, bpe: bpeView };
+const VIEWS = { attention: attentionView, model_view: modelView, positional: positionalView, bpe: bpeView, bars: barsView };
 const TRAITS = ["layer", "head", "scale", "causal", "dims", "step"];
 
 function render({ model, el }) {
