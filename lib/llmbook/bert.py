@@ -925,7 +925,7 @@ def fine_tune(
     losses = []
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from .progress import tqdm
 
         bar = tqdm(total=steps, desc="fine-tune", leave=False)
     with torch.random.fork_rng():

@@ -416,7 +416,7 @@ def train_denoiser(model: torch.nn.Module, kind: str, data: torch.Tensor, vocab:
     losses = []
     it = range(steps)
     if progress:
-        from tqdm.auto import tqdm
+        from .progress import tqdm
 
         it = tqdm(it, desc=kind, leave=False)
     for _ in it:

@@ -147,7 +147,7 @@ def train_seq2seq(model, task: DigitTask, steps: int, batch_size: int = 64, lr: 
     model.train()
     it = range(steps)
     if progress:
-        from tqdm.auto import tqdm
+        from .progress import tqdm
 
         it = tqdm(it, desc="training", leave=False)
     for _ in it:

@@ -453,7 +453,7 @@ def train(model: nn.Module, get_batch: GetBatch, cfg: TrainConfig, callback: Cal
     cfg.__post_init__()  # fields may have been changed since the config was made
     if resume and not cfg.checkpoint_path:
         raise ValueError("resume=True needs cfg.checkpoint_path")
-    from tqdm.auto import tqdm
+    from .progress import tqdm  # in a saved notebook: the final line, not "0%"
 
     rank, world = _dist_info()
     device = torch.device(cfg.device) if cfg.device else _model_device(model)

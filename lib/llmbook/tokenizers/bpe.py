@@ -167,7 +167,7 @@ def train_merges(
         progress = num_merges >= 2000  # only the long runs get a bar
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from ..progress import tqdm
 
         bar = tqdm(total=num_merges, desc=desc, leave=False)
 

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
+from ..progress import tqdm  # the saved notebook shows the final line, not "0%"
 
 from .base import Tokenizer, check_text, check_training_text, check_vocab_size, special_token_list
 

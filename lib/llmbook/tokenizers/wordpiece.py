@@ -37,7 +37,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from tqdm.auto import tqdm
+from ..progress import tqdm  # the saved notebook shows the final line, not "0%"
 
 from .base import Tokenizer, check_ids, check_text, check_training_text, check_vocab_size, special_token_list
 
