@@ -14,7 +14,8 @@ The fixture ``lab`` offers:
   ``lab.set_text(name, text)``, ``lab.select(name, label)``, ``lab.toggle(name)``,
   ``lab.click_option(name, label)``: act on the control with CSS class ``llmbook-ctl-<name>``
   and wait until the kernel has re-rendered;
-- ``lab.error_text(index=0)``: the text shown in the inline error area;
+- ``lab.error_text(index=0)``: the text shown in the inline error area; ``lab.view_is_stale()``:
+  whether the view is greyed out after an error; ``lab.view_html()``: the view's markup;
 - for explorers drawn in the browser (``llmbook.viz.frontend``): ``lab.view_svg(index=0)``,
   the markup of the index-th view's picture (SVG with its heatmap images, exact), and
   ``lab.front_slider(name, value)``, ``lab.front_select(name, label)``,
@@ -362,6 +363,16 @@ class Lab:
 
     def front_error(self, index: int = 0) -> str:
         return self.page.locator(".llmbook-front-error").nth(index).inner_text()
+
+    def view_html(self, index: int = 0) -> str:
+        """Inner HTML of the index-th view (exact: same images and text means the same picture)."""
+        self.view_png(index)  # waits for the images to load
+        return self.page.locator(".llmbook-view").nth(index).inner_html()
+
+    def view_is_stale(self, index: int = 0) -> bool:
+        """True while the view is greyed out after an error (its picture no longer matches the controls)."""
+        return self.page.locator(".llmbook-view").nth(index).evaluate(
+            "v => v.classList.contains('llmbook-stale') && parseFloat(getComputedStyle(v).opacity) < 1")
 
     def error_text(self, index: int = 0) -> str:
         return self.page.locator(".llmbook-error").nth(index).inner_text()

@@ -17,12 +17,13 @@ def test_next_char_temperature_and_inline_error(lab):
 
     lab.set_text("prompt", "JULIET:\nO Rome")
     typed = lab.view_png()
+    typed_html = lab.view_html()
     assert typed != after
 
     lab.set_text("prompt", "")
     assert "empty" in lab.error_text()
     lab.save_screenshot("empty_prompt")
-    assert lab.view_png() == typed  # the last good picture stays
+    assert lab.view_html() == typed_html and lab.view_is_stale()  # the last picture stays, greyed out
 
     lab.set_text("prompt", "O")
     assert lab.error_text().strip() == ""
