@@ -9,7 +9,7 @@ Prints, last, one ``name=value`` per line (then each metric's spread and goal st
                                 (fused qkv, SDPA with is_causal=True, nn.LayerNorm, exact GELU,
                                 no checks; target <= 1.0)
     train_ratio_vs_lean_tanh=   the book's default model (GPT-2's tanh GELU) / the lean GPT with
-                                the same tanh GELU (target <= 1.0)
+                                the same tanh GELU (no goal: the same operations, a tie)
     gelu_tanh_cost_vs_exact=    the book's step with tanh GELU / with exact GELU
 
 The two references use the exact GELU, so in the first two ratios "our step" is the book's
@@ -164,7 +164,7 @@ def bench_cpu_train(res: Results, repeats: int, steps_per_sample: int) -> None:
             higher_is_better=False,
             description="training step time (GPTConfig(gelu='exact')) / the leanest plain-PyTorch GPT (fused qkv, "
                         "SDPA is_causal, exact GELU, no checks)")
-    res.add("train_ratio_vs_lean_tanh", ratio(t["book"], t["lean_tanh"]), goal="<= 1.0",
+    res.add("train_ratio_vs_lean_tanh", ratio(t["book"], t["lean_tanh"]),
             reference="lean GPT with tanh GELU", higher_is_better=False,
             description="the book's default model (GPT-2's tanh GELU) / the lean model with the same GELU")
     res.add("gelu_tanh_cost_vs_exact", ratio(t["book"], t["book_exact"]), reference="the book's GPT with exact GELU",
