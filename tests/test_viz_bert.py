@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import pytest
 import torch
 from matplotlib.figure import Figure
 
 from llmbook.bert import BertConfig, BertForPreTraining, predict_masked
 from llmbook.tokenizers.wordpiece import WordPiece
-from llmbook.viz.bert import NO_WORD, embedding_sum_figure, mask_word, masked_word_explorer, masked_word_figure, word_choices
+from llmbook.viz.bert import (NO_WORD, default_word, embedding_sum_figure, mask_word, masked_word_explorer,
+                              masked_word_figure, word_choices)
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + "to be or not that is the question , .".split()
 
@@ -50,13 +52,61 @@ def test_mask_word_and_choices():
 
 def test_explorer_renders_and_shows_errors_inline(predict):
     ex = masked_word_explorer(predict, sentence="to be or not to be")
-    assert ex.last_error is not None and "[MASK]" in str(ex.last_error)  # nothing masked yet
+    # every word is a function word: the first one is masked, and the picture is a prediction
+    assert ex.controls["word"].value == "0: to" and ex.last_error is None and len(ex.view.children) == 1
     ex.controls["word"].value = "3: not"
     assert ex.last_error is None and len(ex.view.children) == 1
     ex.controls["sentence"].value = "that is the [MASK]"
-    assert ex.controls["word"].options[0] == NO_WORD and ex.last_error is None
+    assert ex.controls["word"].value == NO_WORD and ex.last_error is None
     ex.controls["sentence"].value = ""
     assert "empty" in str(ex.last_error)
+
+
+def test_default_word_masks_the_first_content_word():
+    assert default_word("that is the question .") == "3: question"
+    assert default_word("the question, to be.") == "1: question,"
+    assert default_word("that is the [MASK]") == NO_WORD
+    assert default_word(" , . ") == NO_WORD
+    with pytest.raises(TypeError, match="sentence"):
+        default_word(None)
+
+
+def test_a_new_sentence_shows_a_prediction_at_once_in_one_render(predict):
+    calls = []
+
+    def counting(text, top_k=5):
+        calls.append(text)
+        return predict(text, top_k=top_k)
+
+    ex = masked_word_explorer(counting, sentence="to be or [MASK] to be")
+    first = ex.view.children[0].value
+    calls.clear()
+    ex.controls["sentence"].value = "that is the question ."  # no [MASK] typed: a word is masked for the reader
+    assert ex.last_error is None and ex.error.value == ""
+    assert ex.controls["word"].value == "3: question"
+    assert calls == ["that is the [MASK] ."]  # one model call, with the new word masked
+    assert ex.view.children[0].value != first  # the picture is the new sentence's, not the old one
+
+
+def test_a_cut_sentence_says_so(predict):
+    long = " ".join(["to be or not"] * 12)  # 48 words, the model reads 32 positions
+    ex = masked_word_explorer(predict, sentence="to [MASK] or not " + long)
+    assert ex.last_error is None
+    fig = ex.render(**ex.values())
+    title = fig._suptitle.get_text()
+    plt.close(fig)
+    assert "cut: the model reads the first 32 tokens" in title and len(title) < 200
+    ex.controls["sentence"].value = long + " [MASK]"  # the [MASK] falls after position 32
+    assert "past the first 32 tokens" in str(ex.last_error)
+
+
+def test_errors_do_not_echo_a_long_input(predict):
+    with pytest.raises(ValueError) as info:
+        mask_word("a b", "x" * 5000)
+    assert len(str(info.value)) < 200
+    with pytest.raises(ValueError) as info:
+        masked_word_explorer(predict, sentence=" ".join(["be"] * 400), word="nonsense " * 300)
+    assert len(str(info.value)) < 400 and "word must be one of" in str(info.value)
 
 
 def test_embedding_sum_figure():

@@ -52,3 +52,25 @@ def test_figure_validates_and_explorer_shows_errors(model_vocab):
     assert "outside the vocabulary" in str(ex.last_error)
     ex.controls["prompt"].value = "ab"
     assert ex.last_error is None
+
+
+def test_prompt_box_keeps_line_breaks(model_vocab):
+    import ipywidgets as widgets
+
+    model, vocab = model_vocab
+    ex = sampling_explorer(model, vocab, prompt="ROMEO:\nab", n_new=5)
+    box = ex.controls["prompt"]
+    assert isinstance(box, widgets.Textarea)  # a one-line Text box shows "ROMEO:ab"
+    assert box.value == "ROMEO:\nab" and ex.last_error is None
+    # the continuation starts after the line break the model was given
+    assert "ROMEO:\nab" in ex.view.children[1].value
+
+
+def test_errors_do_not_echo_a_long_input(model_vocab):
+    model, vocab = model_vocab
+    with pytest.raises(ValueError) as info:
+        sampling_render(model, vocab, "ab", 1.0, 0, 1.0, "7" * 5000, n_new=3)
+    assert "seed" in str(info.value) and len(str(info.value)) < 200
+    with pytest.raises(ValueError) as info:
+        next_token_figure(torch.ones(3) / 3, list("abc"), torch.ones(3, dtype=torch.bool), top_n="9" * 5000)
+    assert "top_n" in str(info.value) and len(str(info.value)) < 200

@@ -5,10 +5,13 @@
 - ``embedding_sum_figure(word, segment, position, tokens)``: the three input
   embeddings of BERT and their sum, as heatmaps (tokens x features).
 - ``mask_word(sentence, choice)``: replace the chosen word of a sentence by [MASK];
-  ``word_choices(sentence)`` lists the dropdown labels.
+  ``word_choices(sentence)`` lists the dropdown labels; ``default_word(sentence)`` is the
+  word a new sentence masks at first (its first content word), so typing a sentence shows
+  a prediction at once.
 - ``masked_word_explorer(predict, sentence)``: a text box for the sentence and a
   dropdown that masks one of its words; ``predict(text) -> (tokens, predictions)`` is
-  ``functools.partial(llmbook.bert.predict_masked, model, tokenizer)``.
+  ``functools.partial(llmbook.bert.predict_masked, model, tokenizer)``. A sentence longer
+  than the model's positions is cut by ``predict``; the picture says so.
 
 The explorer is meant for the small BERT pre-trained in the chapter: all-MiniLM-L6-v2
 was trained for sentence embeddings and ships without a masked-LM head.
@@ -16,6 +19,7 @@ was trained for sentence embeddings and ships without a masked-LM head.
 
 from __future__ import annotations
 
+import reprlib
 from typing import Callable, Optional, Sequence
 
 import ipywidgets as widgets
@@ -26,9 +30,17 @@ from matplotlib.figure import Figure
 from .style import PALETTE
 from .widget import Explorer
 
-__all__ = ["masked_word_figure", "embedding_sum_figure", "mask_word", "word_choices", "masked_word_explorer", "NO_WORD"]
+__all__ = ["masked_word_figure", "embedding_sum_figure", "mask_word", "word_choices", "default_word",
+           "masked_word_explorer", "NO_WORD"]
 
 NO_WORD = "(none: I typed [MASK])"
+PUNCTUATION = ".,;:!?'\"()"
+# Words too common to be an interesting guess: a new sentence masks its first other word.
+FUNCTION_WORDS = frozenset(
+    "a an the and or but nor if so of to in on at by for with from as than that this these those is are was were be "
+    "been am do does did not no i me my you your thou thee thy he him his she her it its we us our they them their "
+    "o oh what who which".split()
+)
 
 
 def word_choices(sentence: str) -> list[str]:
@@ -61,15 +73,44 @@ def mask_word(sentence: str, choice: str, mask_token: str = "[MASK]") -> str:
         i_str, word = choice.split(": ", 1)
         i = int(i_str)
     except (ValueError, AttributeError):
-        raise ValueError(f"choice must be a label of word_choices(sentence), got {choice!r}") from None
+        raise ValueError(f"choice must be a label of word_choices(sentence), got {reprlib.repr(choice)}") from None
     if not 0 <= i < len(words) or words[i] != word:
         return sentence  # a stale label from the previous sentence: mask nothing
-    core = word.strip(".,;:!?'\"()")
+    core = word.strip(PUNCTUATION)
     if not core:
-        raise ValueError(f"{word!r} is punctuation only; pick a word")
+        raise ValueError(f"{reprlib.repr(word)} is punctuation only; pick a word")
     start = word.index(core)
     words[i] = word[:start] + mask_token + word[start + len(core) :]
     return " ".join(words)
+
+
+def default_word(sentence: str) -> str:
+    """The ``word_choices`` label a new sentence starts with: its first content word.
+
+    ``NO_WORD`` when the sentence already has a [MASK] or has no word at all (only
+    punctuation); the first word when every word is a function word ("to be or not").
+
+    >>> default_word("the king is dead.")
+    '1: king'
+    >>> default_word("to be or not to be")
+    '0: to'
+    >>> default_word("the [MASK] is dead.") == NO_WORD, default_word("... !") == NO_WORD
+    (True, True)
+    """
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+    if "[MASK]" in sentence:
+        return NO_WORD
+    words = [(i, w) for i, w in enumerate(sentence.split()) if w.strip(PUNCTUATION)]
+    if not words:
+        return NO_WORD
+    content = [(i, w) for i, w in words if w.strip(PUNCTUATION).lower() not in FUNCTION_WORDS]
+    i, w = (content or words)[0]
+    return f"{i}: {w}"
+
+
+def _clip(text: str, limit: int = 110) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def masked_word_figure(tokens: Sequence[str], predictions, title: Optional[str] = None) -> Figure:
@@ -91,10 +132,7 @@ def masked_word_figure(tokens: Sequence[str], predictions, title: Optional[str] 
         ax.set_xlim(0, max(1e-3, max(probs)) * 1.3)
         ax.set_xlabel("probability")
         ax.set_title(f"[MASK] at position {pos}")
-    context = " ".join(tokens)
-    if len(context) > 110:
-        context = context[:107] + "..."
-    fig.suptitle(title or context, fontsize=10)
+    fig.suptitle(_clip(title, 160) if title else _clip(" ".join(tokens)), fontsize=10)
 
     return fig
 
@@ -139,8 +177,10 @@ def masked_word_explorer(
     """An Explorer: type a sentence (with [MASK]) or pick a word to mask, see the top predictions.
 
     ``predict(text, top_k=...)`` returns ``(tokens, predictions)`` as
-    ``llmbook.bert.predict_masked`` does. Errors (an empty sentence, no [MASK]) are shown
-    inline by the Explorer.
+    ``llmbook.bert.predict_masked`` does. ``word`` (a ``word_choices`` label) defaults to
+    ``default_word(sentence)``; a newly typed sentence also starts with its first content
+    word masked, so it shows a prediction at once. Errors (an empty sentence, a [MASK]
+    past the positions the model reads) are shown inline by the Explorer.
     """
     if not callable(predict):
         raise TypeError("predict must be callable: predict(text, top_k=k) -> (tokens, predictions)")
@@ -148,28 +188,47 @@ def masked_word_explorer(
         raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
     choices = word_choices(sentence)
     if word is None:
-        word = NO_WORD
+        word = default_word(sentence)
     if word not in choices:
-        raise ValueError(f"word must be one of {choices}, got {word!r}")
+        shown = choices if len(choices) <= 8 else choices[:8] + ["..."]
+        raise ValueError(f"word must be one of {shown}, got {reprlib.repr(word)}")
 
     def render(sentence: str, word: str, top_k: int) -> Figure:
         if not sentence.strip():
             raise ValueError("the sentence is empty: type a sentence with [MASK] in it")
         text = mask_word(sentence, word)
         tokens, preds = predict(text, top_k=int(top_k))
-        return masked_word_figure(tokens, preds, title=text)
+        # predict keeps the first max_position pieces: a cut input no longer ends with [SEP]
+        cut = bool(tokens) and tokens[-1] != "[SEP]"
+        if cut and not preds and "[MASK]" in text:
+            raise ValueError(f"the [MASK] is past the first {len(tokens)} tokens, all this model reads: "
+                             "mask an earlier word or shorten the sentence")
+        head = _clip(text, 90 if cut else 110)
+        return masked_word_figure(tokens, preds, title=f"{head}  (cut: the model reads the first {len(tokens)} tokens)"
+                                  if cut else head)
 
     controls = {
         "sentence": widgets.Text(value=sentence, description="sentence", continuous_update=False, layout=widgets.Layout(width="90%")),
         "word": widgets.Dropdown(options=choices, value=word, description="mask word"),
         "top_k": widgets.IntSlider(value=top_k, min=1, max=15, description="top k", continuous_update=False),
     }
-    explorer = Explorer(render, controls, title=title)
+    holder: dict = {}
 
     def update_words(change) -> None:
-        # The word list follows the sentence; the Explorer has already re-rendered once.
-        controls["word"].options = word_choices(change["new"])
-        controls["word"].value = NO_WORD
+        # Runs before the Explorer's own re-render (observed first): the word list follows
+        # the new sentence and its first content word is masked, so the one re-render that
+        # follows shows a prediction (not "no [MASK]" over the old picture). The Explorer
+        # does not re-render for these word changes: it re-renders once, for the sentence.
+        control, on_change = controls["word"], getattr(holder.get("explorer"), "_on_change", None)
+        if on_change is not None:
+            control.unobserve(on_change, names="value")
+        try:
+            control.options = word_choices(change["new"])
+            control.value = default_word(change["new"])
+        finally:
+            if on_change is not None:
+                control.observe(on_change, names="value")
 
     controls["sentence"].observe(update_words, names="value")
-    return explorer
+    holder["explorer"] = Explorer(render, controls, title=title)
+    return holder["explorer"]

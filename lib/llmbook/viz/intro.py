@@ -9,6 +9,7 @@ box and a temperature slider. Invisible characters are drawn visibly: a space as
 
 from __future__ import annotations
 
+import reprlib
 import math
 from typing import Sequence
 
@@ -45,7 +46,7 @@ def next_char_bar(chars: Sequence[str], probs: Sequence[float] | torch.Tensor, t
     if probs.numel() == 0:
         raise ValueError("chars is empty: nothing to draw")
     if not isinstance(top, int) or isinstance(top, bool) or top < 1:
-        raise ValueError(f"top must be an int >= 1, got {top!r}")
+        raise ValueError(f"top must be an int >= 1, got {reprlib.repr(top)}")
     k = min(top, probs.numel())
     values, idx = torch.topk(probs, k)  # sorted, most likely first
     labels = [visible_char(chars[i]) for i in idx.tolist()]

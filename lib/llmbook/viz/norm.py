@@ -20,6 +20,7 @@ True
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 
 import ipywidgets as widgets
@@ -64,7 +65,7 @@ class NormData:
 
 def _check_int(name: str, value: object, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
+        raise ValueError(f"{name} must be an integer, got {reprlib.repr(value)}")
     if value < low:
         raise ValueError(f"{name} must be at least {low}, got {value}")
     return value

@@ -15,6 +15,7 @@ and Llama both qualify); a ``config.block_size`` crops the context.
 
 from __future__ import annotations
 
+import reprlib
 import html
 from collections.abc import Callable, Mapping, Sequence
 
@@ -80,9 +81,9 @@ def sample_answers(model: torch.nn.Module, prompt_ids: Sequence[int], n: int, te
     prompt = _check_ids(prompt_ids)
     for name, v in (("n", n), ("max_new", max_new)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+            raise ValueError(f"{name} must be an int >= 1, got {reprlib.repr(v)}")
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an int, got {seed!r}")
+        raise ValueError(f"seed must be an int, got {reprlib.repr(seed)}")
     g = torch.Generator().manual_seed(seed)
     stops, out = set(stop_ids), []
     for _ in range(n):
@@ -168,13 +169,13 @@ def checkpoint_render(models: Mapping[str, torch.nn.Module], encode: Callable[[s
     """
     for key, name in (("checkpoint", checkpoint), ("against", against)):
         if name not in models:
-            raise ValueError(f"{key} must be one of {list(models)}, got {name!r}")
+            raise ValueError(f"{key} must be one of {list(models)}, got {reprlib.repr(name)}")
     text = custom if custom and custom.strip() else prompt
     if not isinstance(text, str) or not text:
         raise ValueError("prompt is empty: pick or type a prompt")
     ids = encode(text)  # a tokenizer's ValueError (e.g. characters outside the vocabulary) reaches the reader
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0:
-        raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
+        raise ValueError(f"temperature must be a number >= 0, got {reprlib.repr(temperature)}")
     stop_ids = encode(stop) if stop else []
     names = [checkpoint, against]
     probs = [next_token_probs(models[n], ids) for n in names]
@@ -211,7 +212,7 @@ def checkpoint_explorer(models: Mapping[str, torch.nn.Module], encode: Callable[
     against = names[0] if against is None else against
     for key, name in (("checkpoint", checkpoint), ("against", against)):
         if name not in models:
-            raise ValueError(f"{key} must be one of {names}, got {name!r}")
+            raise ValueError(f"{key} must be one of {names}, got {reprlib.repr(name)}")
     wide = {"description_width": "110px"}
     controls = {
         "prompt": widgets.Dropdown(options=[(p.strip(), p) for p in prompts], value=prompts[0], description="prompt",

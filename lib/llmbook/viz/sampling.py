@@ -1,14 +1,16 @@
 """The sampling explorer: the next-token distribution, the kept set, and a continuation.
 
 ``next_token_figure(probs, labels, kept)`` draws data (a probability vector, token
-labels and a boolean kept mask); ``sampling_explorer(model, vocab)`` wires a prompt box,
-temperature / top-k / top-p sliders and a seed to it and adds a sampled continuation.
+labels and a boolean kept mask); ``sampling_explorer(model, vocab)`` wires a prompt box
+(a text area: a prompt such as "ROMEO:\\nWhat " keeps its line break), temperature /
+top-k / top-p sliders and a seed to it and adds a sampled continuation.
 top_k = 0 and top_p = 1 mean "no filter"; temperature = 0 is greedy decoding.
 """
 
 from __future__ import annotations
 
 import html
+import reprlib
 from typing import Sequence
 
 import ipywidgets as widgets
@@ -42,7 +44,7 @@ def next_token_figure(probs, labels: Sequence[str], kept, top_n: int = 20, title
     if len(labels) != len(p) or k.shape != p.shape:
         raise ValueError(f"labels ({len(labels)}) and kept ({k.shape}) must match probs ({len(p)})")
     if not isinstance(top_n, int) or top_n < 1:
-        raise ValueError(f"top_n must be a positive int, got {top_n!r}")
+        raise ValueError(f"top_n must be a positive int, got {reprlib.repr(top_n)}")
     order = np.argsort(-p, kind="stable")[:top_n]
     fig, ax = plt.subplots(figsize=(7.5, 3.0))
     colours = [PALETTE[0] if k[i] else "#bbbbbb" for i in order]
@@ -67,7 +69,7 @@ def sampling_render(model, vocab, prompt: str, temperature: float, top_k: int, t
     if not isinstance(prompt, str) or not prompt:
         raise ValueError("prompt is empty: type a few characters")
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an int, got {seed!r}")
+        raise ValueError(f"seed must be an int, got {reprlib.repr(seed)}")
     k = None if top_k in (0, None) else int(top_k)
     p = None if top_p is None or top_p >= 1.0 else float(top_p)
     ids = vocab.encode_tensor(prompt)  # ValueError names unknown characters
@@ -95,7 +97,9 @@ def sampling_explorer(model, vocab, prompt: str = "ROMEO:\nO, ", temperature: fl
         raise TypeError("model must be a llmbook GPT and vocab a CharVocab")
     wide = {"description_width": "110px"}  # room for the full labels
     controls = {
-        "prompt": widgets.Text(value=prompt, description="prompt", style=wide, continuous_update=False),
+        # A text area, not a one-line box: a one-line box drops the prompt's line breaks.
+        "prompt": widgets.Textarea(value=prompt, description="prompt", style=wide, continuous_update=False,
+                                   layout=widgets.Layout(width="60%", height="4em")),
         "temperature": widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="temperature", style=wide,
                                            continuous_update=False),
         "top_k": widgets.IntSlider(value=top_k, min=0, max=len(vocab), description="top_k (0=off)", style=wide,

@@ -20,6 +20,7 @@ Token strings are shown as each tokenizer sees them: ``▁`` for SentencePiece's
 
 from __future__ import annotations
 
+import reprlib
 import html
 import io
 from dataclasses import dataclass
@@ -212,7 +213,8 @@ def render_compare(text: str, examples: str, tokenizers: Mapping[str, Tokenize])
         raise TypeError(f"examples must be a str, got {type(examples).__name__}")
     if examples != YOUR_TEXT:
         if examples not in EXAMPLES:
-            raise ValueError(f"examples={examples!r} is not one of {[YOUR_TEXT, *EXAMPLES]}")
+            raise ValueError(f"examples={reprlib.repr(examples)} is neither {YOUR_TEXT!r} nor one of the "
+                             f"{len(EXAMPLES)} names in llmbook.viz.tokenizers.EXAMPLES")
         text = EXAMPLES[examples]
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
