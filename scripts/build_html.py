@@ -64,6 +64,9 @@ class StaticWidgets:
         body = self._node(model_id)
         if not body:
             return ""
+        root = self.state.get(model_id, {}).get("state", {})
+        if "llmbook-explorer" not in root.get("_dom_classes", []):
+            return f'<div class="llmbook-static">{body}</div>'  # e.g. a progress bar: its saved text
         if self.fronts > before:
             note = NOTE_PYTHON if self._has_python_controls else "The controls drawn with the picture work in this page."
         else:
@@ -96,12 +99,15 @@ class StaticWidgets:
                     fmt = html.escape(s.get("format", "png"))
                     return f'<img class="{html.escape(classes)}" alt="saved picture" src="data:image/{fmt};base64,{buf["data"]}">'
             return ""
-        if "value" in s and "description" in s:  # a control: its saved value, greyed out
+        if name in ("FloatProgressModel", "IntProgressModel") or not (s.get("description") or "llmbook-ctl-" in classes):
+            return ""  # a bar without a label (tqdm's): the HTML beside it carries the text
+        if ("value" in s or "index" in s) and "description" in s:  # a control: its saved value, greyed out
             self._has_python_controls = True
             label = s.get("description") or classes.replace("llmbook-ctl-", "")
-            value = s["value"]
-            if "_options_labels" in s and isinstance(value, int) and not isinstance(value, bool) and "index" in s:
-                value = s["_options_labels"][value]
+            if "_options_labels" in s and isinstance(s.get("index"), int):  # Dropdown, ToggleButtons: no value saved
+                value = s["_options_labels"][s["index"]]
+            else:
+                value = s.get("value", "")
             return (f'<div class="llmbook-static-ctl {html.escape(classes)}" title="needs a running kernel">'
                     f"{html.escape(str(label))}: <code>{html.escape(str(value))}</code></div>")
         return ""
