@@ -393,10 +393,34 @@ def browser():
         )
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="llmbook-fonts-") as fonts:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True, env=_font_env(Path(fonts)))
         yield b
         b.close()
+
+
+def _font_env(folder: Path) -> dict:
+    """Chromium's environment with the book's CJK font (from mplfonts) added to fontconfig, so
+    Chinese in the widgets draws as characters, not boxes, on a machine without CJK fonts."""
+    env = dict(os.environ)
+    try:
+        from llmbook.viz.style import cjk_font_path
+
+        font = cjk_font_path()
+    except Exception:  # the tests still run; Chinese shows as boxes in the screenshots
+        font = None
+    if font is None:
+        return env
+    (folder / "fonts").mkdir()
+    (folder / "fonts" / Path(font).name).symlink_to(font)
+    conf = folder / "fonts.conf"
+    conf.write_text(
+        '<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd"><fontconfig>'
+        '<include ignore_missing="yes">/etc/fonts/fonts.conf</include>'
+        f'<dir>{folder / "fonts"}</dir><cachedir>{folder / "cache"}</cachedir></fontconfig>'
+    )
+    env["FONTCONFIG_FILE"] = str(conf)
+    return env
 
 
 @pytest.fixture
