@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import glob
+import itertools
 import json
 import os
 import re
@@ -58,7 +59,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 import conftest as harness  # noqa: E402  (the browser-test harness: server, page helpers)
-from _timing import REPORT, Results, quartiles  # noqa: E402
+from _timing import REPORT, Results, goal_holds, quartiles  # noqa: E402
 
 # Chapter id -> the explorers its notebook is expected to show (checked, not assumed).
 CHAPTERS = {
@@ -214,13 +215,14 @@ CONTROLS_JS = r"""
 def text_variants(text: str) -> list[str]:
     """Other texts with the same characters (so they stay inside a model's vocabulary).
 
-    Lines rotated, then comma-separated items, then words, then characters; each move of
+    A comma-separated list gives its items in other orders and fewer of them; other texts
+    give their lines rotated, then their words, then their characters; each move of
     a text box takes the next one, so no move re-sends a text the explorer has cached.
 
     >>> text_variants("the car\\nthe cat")[:2]
     ['the cat\\nthe car', 'car the cat the']
-    >>> text_variants("0, 4, 16")[:2]
-    ['4, 16, 0', '16, 0, 4']
+    >>> text_variants("0, 4, 16")[:2], text_variants("0, 4, 16")[-3:]
+    (['0, 16, 4', '4, 0, 16'], ['0', '4', '16'])
     >>> text_variants("3141592")[:2]
     ['1415923', '4159231']
     """
@@ -230,11 +232,17 @@ def text_variants(text: str) -> list[str]:
         for k in range(1, len(parts)):
             out.append(sep.join(parts[k:] + parts[:k]))
 
+    items = [p.strip() for p in text.split(",")]
+    if len(items) > 1 and all(items) and all(" " not in p for p in items):
+        # a list such as "0, 4, 16": other orders and shorter lists of the same items only
+        # (characters moved across items would make numbers the list never had)
+        for r in range(len(items), 0, -1):
+            out.extend(", ".join(c) for c in itertools.permutations(items, r))
+        seen = {text}
+        return [t for t in out if not (t in seen or seen.add(t))]
     lines = text.split("\n")
     if len([ln for ln in lines if ln.strip()]) > 1:
         rotations(lines, "\n")
-    if "," in text:
-        rotations([p.strip() for p in text.split(",")], ", ")
     rotations(text.split(), " ")
     rotations(list(text), "")
     seen = {text}
@@ -439,7 +447,7 @@ def bench_notebook(browser, chapter: str, path: str, args, rows: list[dict]) -> 
         page.evaluate(WATCH_JS)
         n_ex = page.locator(".llmbook-explorer").count()
         titles = [page.evaluate("""(i) => { const b = [...document.querySelectorAll('.llmbook-explorer')[i].querySelectorAll('b')]
-                                             .map(x => x.innerText.trim()).find(t => t); return b || ''; }""", i)
+                                             .map(x => x.textContent.trim()).find(t => t); return b || ''; }""", i)
                   or f"explorer {i}" for i in range(n_ex)]
         log(f"   {n_ex} explorer(s): {titles} (expected {CHAPTERS[chapter][1] if chapter in CHAPTERS else '?'})")
         for e in range(n_ex):
@@ -449,6 +457,9 @@ def bench_notebook(browser, chapter: str, path: str, args, rows: list[dict]) -> 
                     break
                 if c["kind"] == "unknown":
                     log(f"   [skip] explorer {e} control {c['name']}: unknown kind")
+                    continue
+                if c["kind"] in ("select", "buttons") and c["info"]["n"] < 2:
+                    log(f"   [skip] explorer {e} control {c['name']}: one option only, nothing to move")
                     continue
                 try:
                     bench_control(lab, chapter, e, titles[e], c, args, rows)
@@ -546,6 +557,7 @@ def record(summ: dict, machine_note: dict) -> None:
         if spread is not None:
             m["spread"] = list(spread)
             m["spread_kind"] = "interquartile range of the samples"
+            m["goal_holds_at_median"], m["goal_holds_pessimistic"] = goal_holds(GOALS[name], value, spread)
         m["clock"] = "browser wall time (performance.now)"
         m["threads"] = machine_note["kernel_threads"]
     report = json.loads(REPORT.read_text())
@@ -558,7 +570,7 @@ def record(summ: dict, machine_note: dict) -> None:
     report["generated"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     REPORT.write_text(json.dumps(report, indent=2) + "\n")
     res.write()
-    log(f"recorded into {REPORT.relative_to(ROOT)}")
+    log(f"recorded into {REPORT}")
 
 
 def main(argv: list[str] | None = None) -> int:
