@@ -419,9 +419,16 @@ STOP = {"now": False}
 
 
 def _stop(signum, _frame) -> None:
-    # Finish the current move, then close the browser and the servers (they run in their own sessions).
+    # First signal: finish the current move, then close the browser and the servers (they run
+    # in their own sessions) and print what was measured. A second signal stops at once.
+    if STOP["now"]:
+        raise KeyboardInterrupt
     STOP["now"] = True
     log(f"# signal {signum}: stopping after this move")
+
+
+def past(deadline: dt.datetime | None, margin_s: float = 0) -> bool:
+    return deadline is not None and dt.datetime.now() + dt.timedelta(seconds=margin_s) >= deadline
 
 
 def load() -> str:
@@ -453,7 +460,7 @@ def bench_notebook(browser, chapter: str, path: str, args, rows: list[dict]) -> 
         for e in range(n_ex):
             controls = stable_controls(page, e)
             for c in controls:
-                if STOP["now"]:
+                if STOP["now"] or past(args.stop_at):
                     break
                 if c["kind"] == "unknown":
                     log(f"   [skip] explorer {e} control {c['name']}: unknown kind")
@@ -484,7 +491,7 @@ def bench_control(lab: harness.Lab, chapter: str, e: int, title: str, c: dict, a
     total = args.warmup + args.repeats
     # an even number of alternating moves puts the control back; boxes are restored
     for i in range(total + (0 if mover.one_way else total % 2)):
-        if STOP["now"]:
+        if STOP["now"] or past(args.stop_at):
             break
         mover.prepare()
         lab.wait_idle(timeout_s=harness.RENDER_TIMEOUT_S, settle_ms=200)
@@ -586,6 +593,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repo", type=Path, default=ROOT,
                     help="checkout whose notebooks are opened and whose lib/ the kernel imports (default this one)")
     ap.add_argument("--record", action="store_true", help="merge the metrics into benchmarks/results.json")
+    ap.add_argument("--stop-at", type=lambda t: dt.datetime.combine(dt.date.today(), dt.time.fromisoformat(t)),
+                    help="local time HH:MM: stop moving controls then, and start no notebook within 4 minutes of it")
     ap.add_argument("--json", type=Path, default=HERE / "results" / "bench_widgets_samples.json",
                     help="where the raw samples go (rewritten after each notebook; git-ignored folder by default)")
     args = ap.parse_args(argv)
@@ -633,6 +642,9 @@ def main(argv: list[str] | None = None) -> int:
             for chapter, path in todo:
                 if STOP["now"]:
                     break
+                if past(args.stop_at, margin_s=240):
+                    log(f"\n# --stop-at {args.stop_at:%H:%M}: not starting {chapter} (less than 4 minutes left)")
+                    continue
                 bench_notebook(browser, chapter, path, args, rows)
                 if args.json:
                     args.json.parent.mkdir(parents=True, exist_ok=True)
