@@ -338,28 +338,28 @@ class Lab:
         )
         return view.locator(".llmbook-front-picture").first.inner_html()
 
-    def _front_changed(self, before: str, index: int) -> None:
+    def _settle(self) -> None:
         # The browser redraws synchronously on a control event; give it a frame to settle.
         self.page.wait_for_timeout(150)
 
     def front_select(self, name: str, label: str) -> None:
         self._control(name).locator("select").first.select_option(label=label)
-        self._front_changed("", 0)
+        self._settle()
 
     def front_slider(self, name: str, value) -> None:
         slider = self._control(name).locator("input[type=range]").first
         slider.evaluate("(e, v) => { e.value = String(v); e.dispatchEvent(new Event('input', {bubbles: true})); }", value)
-        self._front_changed("", 0)
+        self._settle()
 
     def front_text(self, name: str, text: str) -> None:
         box = self._control(name).locator("input").first
         box.fill(text)
         box.press("Enter")
-        self._front_changed("", 0)
+        self._settle()
 
     def front_toggle(self, name: str) -> None:
         self._control(name).locator("input[type=checkbox]").first.click()
-        self._front_changed("", 0)
+        self._settle()
 
     def front_error(self, index: int = 0) -> str:
         return self.page.locator(".llmbook-front-error").nth(index).inner_text()

@@ -243,7 +243,7 @@ function rescale(w, scale, causal) {
 const clampInt = (v, lo, hi) => Math.min(hi, Math.max(lo, Math.round(Number(v) || 0)));
 
 function attentionView(ctx) {
-  const { model, spec, bar, pic, status } = ctx;
+  const { model, spec, bar } = ctx;
   const L = spec.weights.length, H = spec.weights[0].length;
   const layer = selectControl(bar, "layer", "layer", spec.layer_names, (i) => ctx.set({ layer: i }));
   if (L < 2) layer.box.style.display = "none"; // one layer: nothing to choose
@@ -265,7 +265,7 @@ function attentionView(ctx) {
   };
 }
 
-function hover(ctx, image, rows, keys, queries, cellW, cellH, prefix) {
+function hover(ctx, image, rows, keys, queries, prefix) {
   image.addEventListener("mousemove", (ev) => {
     const r = image.getBoundingClientRect();
     const j = Math.floor(((ev.clientX - r.left) / r.width) * keys.length);
@@ -286,7 +286,7 @@ function drawOne(ctx, w, keys, queries, title, annotate) {
   const svg = newSvg(Math.max(W, textWidth(title, 13) + 20), Hh);
   const vmax = Math.max(1e-12, ...w.map((r) => Math.max(...r)));
   const im = heatImage(svg, left, top, cell * Tk, cell * Tq, w, 0, vmax, VIRIDIS);
-  hover(ctx, im, w, keys, queries, cell, cell, "");
+  hover(ctx, im, w, keys, queries, "");
   if (annotate && Math.max(Tq, Tk) <= 10) {
     for (let i = 0; i < Tq; i++) for (let j = 0; j < Tk; j++) {
       svgEl("text", { x: left + (j + 0.5) * cell, y: top + (i + 0.5) * cell + 3.5, "text-anchor": "middle", "font-size": 10,
@@ -326,7 +326,7 @@ function drawGrid(ctx, maps, keys, queries, title) {
     t.style.cursor = "pointer";
     const im = heatImage(svg, x, y, pw, ph, w, 0, vmax, VIRIDIS);
     im.style.cursor = "pointer";
-    hover(ctx, im, w, keys, queries, cell, cell, `head ${h}: `);
+    hover(ctx, im, w, keys, queries, `head ${h}: `);
     for (const e of [t, im]) e.addEventListener("click", () => ctx.set({ head: h }));
     if (h + ncols >= H) tokenTicks(svg, "x", x, y + ph, cell, keys, GRID_LABELS, size);
     if (c === 0) tokenTicks(svg, "y", x, y, cell, queries, GRID_LABELS, size);
