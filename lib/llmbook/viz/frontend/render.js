@@ -180,6 +180,9 @@ function linePlot(parent, x, y, w, h, opts) {
     if (vline.label) svgEl("text", { x: px + pw - 4, y: py + 12, "text-anchor": "end", "font-size": 10, fill: PALETTE[3] }, g, vline.label);
   }
   if (legend) {
+    const lw = 24 + Math.max(...series.map((s) => textWidth(s.label, 9.5)));
+    svgEl("rect", { x: px + pw - 72, y: py + ph - 8 - series.length * 13, width: Math.max(lw, 18 + lw) + 4, height: series.length * 13 + 4,
+      fill: "white", "fill-opacity": 0.85 }, g);
     series.forEach((s, k) => {
       const ly = py + ph - 8 - (series.length - 1 - k) * 13;
       const c = s.color || PALETTE[k % PALETTE.length];
@@ -414,7 +417,7 @@ function positionalView(ctx) {
     dims.set(model.get("dims"));
     let chosen;
     try { chosen = parseDims(model.get("dims"), D); ctx.error(""); } catch (e) { ctx.error(e.message); return; }
-    const pw = 300, ph = 250, top = 40, gap = 40;
+    const pw = 300, ph = 250, top = 54, gap = 40;
     const W = 60 + pw + 70 + 2 * (300 + gap), Hh = top + ph + 50;
     const svg = newSvg(W, Hh);
     svgEl("text", { x: W / 2, y: 15, "text-anchor": "middle", "font-size": 13, class: "llmbook-front-title" }, svg, spec.title);
