@@ -20,8 +20,12 @@ def test_ch06_sampling_explorer(lab):
     lab.set_text("seed", "7")
     reseeded = lab.view_png()
     assert reseeded != topp
+    # The prompt box is a text area: the line break reaches the model and the view.
+    box = lab.page.locator(".llmbook-ctl-prompt textarea").first
+    assert box.input_value() == "ROMEO:\nWhat "
     lab.set_text("prompt", "JULIET:\nO ")
     assert lab.view_png() != reseeded
+    assert "JULIET:\nO" in lab.page.locator(".llmbook-view").first.inner_text()
     lab.save_screenshot("ch06_sampling_explorer")
     lab.set_text("prompt", "")
     assert "empty" in lab.error_text()

@@ -19,7 +19,16 @@ def test_ch07_masked_word_explorer(lab):
     assert typed != other
     assert lab.error_text().strip() == ""
     lab.save_screenshot("ch07_masked_word")
-    lab.set_text("sentence", "no mask here")
+    # A new sentence without [MASK]: its first content word is masked at once, so the
+    # reader sees a prediction for it, not "no [MASK]" over the old picture.
+    lab.set_text("sentence", "the queen is dead .")
+    assert lab.error_text().strip() == ""
+    word = lab.page.locator(".llmbook-ctl-word select").first
+    assert word.evaluate("s => s.options[s.selectedIndex].text").replace("\xa0", " ") == "1: queen"
+    fresh = lab.view_png()
+    assert fresh != typed
+    lab.save_screenshot("ch07_new_sentence")
+    lab.set_text("sentence", ". , !")  # no word to mask
     assert "[MASK]" in lab.error_text()
     lab.set_text("sentence", "")
     assert "empty" in lab.error_text()
