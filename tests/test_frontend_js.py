@@ -52,3 +52,11 @@ def test_byte_labels_match_python():
     pieces = [b" cat", "今".encode()[:2], "今".encode()[2:] + "天".encode(), b"\xff", "🙂".encode()[:1], "🙂".encode()[1:]]
     got = _run("byteTokenLabels(DATA.runs)", {"runs": [list(p) for p in pieces]})
     assert got == byte_token_labels(pieces) == [" cat", "今[:2]", "今[2:]天", "<FF>", "🙂[:1]", "🙂[1:]"]
+
+
+def test_dims_parsing_matches_python_and_clips_long_input():
+    from llmbook.viz.positional import parse_dims
+
+    got = _run("[parseDims('0, 4;16', 32), (() => { try { parseDims('x'.repeat(5000), 32); } catch (e) { return e.message; } })()]", {})
+    assert got[0] == parse_dims("0, 4;16", 32)
+    assert got[1].startswith("dims must be comma-separated integers") and len(got[1]) < 120

@@ -55,3 +55,9 @@ def test_explorer_sends_the_table_once_and_dims_stay_in_the_browser():
     fig = ex.render(**ex.values())
     assert [ln.get_label() for ln in fig.axes[1].lines] == ["dim 1", "dim 5"]
     plt.close("all")
+
+
+def test_dims_error_does_not_echo_a_long_input():
+    with pytest.raises(ValueError, match="dims must be comma-separated integers") as info:
+        parse_dims("x" * 5000, 32)
+    assert len(str(info.value)) < 120

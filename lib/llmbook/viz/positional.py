@@ -44,7 +44,8 @@ def parse_dims(dims: str | list[int], d_model: int) -> list[int]:
         try:
             out = [int(p) for p in parts]
         except ValueError:
-            raise ValueError(f"dims must be comma-separated integers, got {dims!r}") from None
+            shown = dims if len(dims) <= 40 else dims[:39] + "\u2026"  # never echo a long input whole
+            raise ValueError(f"dims must be comma-separated integers, got {shown!r}") from None
     elif isinstance(dims, (list, tuple)) and all(isinstance(d, int) for d in dims):
         out = list(dims)
     else:

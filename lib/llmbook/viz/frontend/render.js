@@ -399,10 +399,12 @@ function modelView(ctx) {
 }
 
 // ------------------------------------------------------------------ positional encodings
-function parseDims(text, d) {
-  const parts = String(text).replace(/;/g, ",").split(",").map((p) => p.trim()).filter((p) => p);
+function parseDims(value, d) {
+  const text = String(value);
+  const parts = text.replace(/;/g, ",").split(",").map((p) => p.trim()).filter((p) => p);
   if (!parts.length) throw new Error("dims is empty: give dimension indices such as 0, 4, 16");
-  const out = parts.map((p) => { if (!/^-?\d+$/.test(p)) throw new Error(`dims must be comma-separated integers, got ${JSON.stringify(text)}`); return Number(p); });
+  const shown = text.length <= 40 ? text : `${text.slice(0, 39)}\u2026`; // never echo a long input whole
+  const out = parts.map((p) => { if (!/^-?\d+$/.test(p)) throw new Error(`dims must be comma-separated integers, got ${JSON.stringify(shown)}`); return Number(p); });
   if (out.length > 6) throw new Error(`dims: choose at most 6 dimensions, got ${out.length}`);
   const bad = out.filter((v) => v < 0 || v >= d);
   if (bad.length) throw new Error(`dims [${bad.join(", ")}] out of range: d_model=${d} has dimensions 0..${d - 1}`);
