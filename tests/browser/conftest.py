@@ -21,6 +21,7 @@ The fixture ``lab`` offers:
   ``lab.front_slider(name, value)``, ``lab.front_select(name, label)``,
   ``lab.front_text(name, text)``, ``lab.front_toggle(name)``, ``lab.front_error(index)``:
   act on a control the browser draws (no kernel round trip; they wait for the redraw);
+  ``lab.wait_view_change(before)``: wait for the picture to change after a Python control;
 - ``lab.save_screenshot(label)``: a full-page PNG in ``tests/browser/screenshots/``.
 
 Chromium is Debian's ``/usr/bin/chromium`` (``apt-get install chromium``); Playwright's
@@ -337,6 +338,18 @@ class Lab:
             timeout=30_000,
         )
         return view.locator(".llmbook-front-picture").first.inner_html()
+
+    def wait_view_change(self, before: str, index: int = 0, timeout_s: float = RENDER_TIMEOUT_S) -> str:
+        """Wait until the index-th browser-drawn picture differs from ``before`` (a new spec from
+        Python arrived and was drawn); return it. Times out with the picture unchanged."""
+        self.page.wait_for_function(
+            """([i, before]) => { const v = document.querySelectorAll('.llmbook-view')[i];
+                                 const p = v && v.querySelector('.llmbook-front-picture');
+                                 return p && p.innerHTML.length > 0 && p.innerHTML !== before; }""",
+            arg=[index, before],
+            timeout=timeout_s * 1000,
+        )
+        return self.view_svg(index)
 
     def _settle(self) -> None:
         # The browser redraws synchronously on a control event; give it a frame to settle.

@@ -26,13 +26,14 @@ def test_ch03_attention_explorer(lab):
     layer1 = lab.view_svg()
     assert layer1 != one_head and "head 1 of layer 1" in layer1
     lab.set_text("text", "attention is all you need")  # Python: a new forward pass
-    typed = lab.view_svg()
-    assert typed != layer1 and "head 1 of layer 1" in typed  # the selection is kept
+    typed = lab.wait_view_change(layer1)
+    assert "head 1 of layer 1" in typed  # the selection is kept
     lab.save_screenshot("ch03_attention_explorer")
     lab.set_text("text", "")
     assert "empty" in lab.error_text()
     # the old picture is greyed out and marked out of date, not left looking current
-    assert lab.page.locator(".llmbook-front-stale").first.is_visible()
+    stale = lab.page.locator(".llmbook-front-stale").first
+    stale.wait_for(state="visible", timeout=30_000)
     lab.set_text("text", "abc")
     assert lab.error_text().strip() == ""
-    assert not lab.page.locator(".llmbook-front-stale").first.is_visible()
+    stale.wait_for(state="hidden", timeout=30_000)

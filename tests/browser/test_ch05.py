@@ -10,17 +10,17 @@ def test_positional_explorer(lab):
     before = lab.view_svg()
     lab.save_screenshot("ch05_before")
     lab.move_slider("d_model", 4)  # 32 -> 48: Python recomputes the table
-    wider = lab.view_svg()
-    assert wider != before and "d_model=48" in wider
+    wider = lab.wait_view_change(before)
+    assert "d_model=48" in wider
     assert lab.error_text().strip() == ""
 
     lab.move_slider("base", -4)  # 10^4 -> 10^3
-    smaller_base = lab.view_svg()
-    assert smaller_base != wider
+    smaller_base = lab.wait_view_change(wider)
+    assert "base = 1000," in smaller_base
 
     lab.toggle("rope")
-    rope = lab.view_svg()
-    assert rope != smaller_base and "RoPE" in rope
+    rope = lab.wait_view_change(smaller_base)
+    assert "RoPE" in rope
     lab.save_screenshot("ch05_rope")
 
     # dims: chosen in the browser from the table already sent
