@@ -449,7 +449,10 @@ def bench_notebook(browser, chapter: str, path: str, args, rows: list[dict]) -> 
     try:
         t = time.time()
         lab.open(path, timeout_s=args.run_timeout)
-        log(f"\n## {chapter} {path}: Run All + idle in {time.time() - t:.0f} s; load average {load()}")
+        head = os.popen(f"git -C {harness.REPO} rev-parse --short HEAD 2>/dev/null").read().strip()
+        dirty = os.popen(f"git -C {harness.REPO} status --porcelain --untracked-files=no -- lib 2>/dev/null").read().split()[1::2]
+        log(f"\n## {chapter} {path}: Run All + idle in {time.time() - t:.0f} s; load average {load()}; "
+            f"{dt.datetime.now():%H:%M:%S} at {head}{' + uncommitted ' + ' '.join(dirty) if dirty else ''}")
         log(f"   kernel: llmbook from {kernel_llmbook_file(server)}")
         page.evaluate(WATCH_JS)
         n_ex = page.locator(".llmbook-explorer").count()
