@@ -598,8 +598,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record", action="store_true", help="merge the metrics into benchmarks/results.json")
     ap.add_argument("--stop-at", type=lambda t: dt.datetime.combine(dt.date.today(), dt.time.fromisoformat(t)),
                     help="local time HH:MM: stop moving controls then, and start no notebook within 4 minutes of it")
-    ap.add_argument("--json", type=Path, default=HERE / "results" / "bench_widgets_samples.json",
-                    help="where the raw samples go (rewritten after each notebook; git-ignored folder by default)")
+    ap.add_argument("--json", type=Path, default=HERE / "results" / "widgets" / "samples.json",
+                    help="where the raw samples go (rewritten after each notebook; a git-ignored folder by default, "
+                         "below benchmarks/results/ so that make bench's clean-up of *.json there spares it)")
     args = ap.parse_args(argv)
     if args.repeats < 1 or args.warmup < 0:
         raise SystemExit(f"--repeats must be >= 1 and --warmup >= 0, got {args.repeats} and {args.warmup}")
