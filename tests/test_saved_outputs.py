@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
-# Saved before llmbook.progress and Explorer's text form; the check passes once re-executed.
-STALE = {"01a_tokenization", "02_architectures", "03_attention", "04_transformer",
-         "06a_build_gpt", "06b_gpt_family", "07_bert", "08a_beyond_llama"}
+# Saved before llmbook.progress and Explorer's text form (03: its own tqdm.auto bar; 08a: transformers'
+# GGUF bar, switch it off as chapter 7 does); the check passes once fixed and re-executed.
+STALE = {"02_architectures", "03_attention", "06a_build_gpt", "08a_beyond_llama"}
 RAW_WIDGET = re.compile(r"^(VBox|HBox|Box)\(children=")
 BAR_AT_ZERO = re.compile(r"(^|: )\s*0%\||(^|: )0[a-z]* \[00:00, \?")
 
