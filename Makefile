@@ -75,21 +75,28 @@ html: $(STAMP)
 	$(BIN)/python scripts/build_html.py --out build/html
 
 # Every benchmark with one timing discipline (benchmarks/_timing.py: warm-up, alternating
-# repeats, medians and interquartile ranges, one torch thread timed in CPU seconds unless
-# BENCH_THREADS says otherwise), then one report: benchmarks/results.json, a markdown table,
-# and README.md's performance table regenerated from it. About 10 minutes on 2 idle cores.
-# `make bench BENCH_QUICK=1` is a smoke test (tiny sizes; never touches results.json).
+# repeats, paired ratios, one torch thread timed in CPU seconds unless BENCH_THREADS says
+# otherwise), in BENCH_SESSIONS fresh processes each (one pass of all the scripts, then the
+# next pass), then one report: benchmarks/results.json (sessions pooled: median, IQR widened
+# to every session's median), a markdown table, and README.md's performance table
+# regenerated from it. About 6 minutes on 2 idle cores.
+# `make bench BENCH_QUICK=1` is a smoke test (tiny sizes, one session; never touches results.json).
 BENCHES := bench_tokenizers bench_attention bench_gpt bench_bert bench_llama bench_decoding bench_flash
 BENCH_QUICK ?=
-# BENCH_JOBS=7 runs the seven scripts at once (each on one thread, timed in CPU seconds, so
+BENCH_SESSIONS ?= 3
+SESSIONS := $(if $(BENCH_QUICK),1,$(BENCH_SESSIONS))
+# BENCH_JOBS=7 runs seven scripts at once (each on one thread, timed in CPU seconds, so
 # they do not time each other's turns; use it on a machine with spare cores or already busy).
 BENCH_JOBS ?= 1
 bench: $(STAMP)
 	@rm -rf benchmarks/results/$(if $(BENCH_QUICK),quick,*.json) benchmarks/results/*.log
 	@mkdir -p benchmarks/results
-	@echo $(BENCHES) | tr ' ' '\n' | xargs -P $(BENCH_JOBS) -I{} sh -c 'echo "== benchmarks/{}.py (running)"; \
-		BENCH_QUICK=$(BENCH_QUICK) $(BIN)/python benchmarks/{}.py $$([ {} = bench_gpt ] && echo --skip-quality) \
-		> benchmarks/results/{}.log 2>&1; rc=$$?; cat benchmarks/results/{}.log; exit $$rc' \
+	@for s in $$(seq 1 $(SESSIONS)); do for b in $(BENCHES); do echo "$$s $$b"; done; done \
+		| xargs -P $(BENCH_JOBS) -L 1 sh -c 's=$$0; b=$$1; log=benchmarks/results/$$b.s$$s.log; \
+		echo "== benchmarks/$$b.py, session $$s of $(SESSIONS) (running, $$(date +%T))"; \
+		BENCH_SESSION=$$s BENCH_SESSIONS=$(SESSIONS) BENCH_QUICK=$(BENCH_QUICK) \
+		$(BIN)/python benchmarks/$$b.py $$([ $$b = bench_gpt ] && echo --skip-quality) > $$log 2>&1; \
+		rc=$$?; cat $$log; [ $$rc = 0 ] || exit 255' \
 		|| { echo "== make bench: a benchmark failed"; exit 1; }
 	@$(BIN)/python benchmarks/report.py $(if $(BENCH_QUICK),--quick,--readme)
 

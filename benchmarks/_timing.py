@@ -30,6 +30,18 @@ benchmark here does the same four things:
    ratio run in the one process under the same setting; ``BENCH_ALLOCATOR=default``
    turns it off, and ``bench_attention`` reports its main ratio both ways.
 
+6. **Sessions**: repeats taken within one process, a minute apart, agree more closely than
+   two runs of the same script a few minutes apart do: the process's memory layout, which
+   core it lands on and the machine's slow drift all change between runs, and an IQR of
+   one process's samples does not cover that. ``make bench`` therefore runs every script
+   in ``BENCH_SESSIONS`` fresh processes (default 3), one pass of all the scripts after
+   another, so each metric's sessions lie minutes apart. With ``S`` sessions each
+   ``measure`` call runs ``session_repeats(n)`` = max(3, ceil(1.5 n / S)) rounds instead of
+   ``n``; ``benchmarks/report.py`` pools the sessions of a metric (``pool_sessions``): the
+   value is the median of all pooled pairs, the spread their interquartile range widened
+   to take in every session's own median. The spread then says how far a re-run can move
+   the number, not only how noisy one process was.
+
 The thread count is fixed (``set_threads``, default one thread: ``BENCH_THREADS`` changes it)
 and printed with the machine. With one thread the clock is the CPU time of the process
 (``time.process_time``): on a machine shared with other programs a single thread's CPU
@@ -51,6 +63,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import statistics
@@ -153,6 +166,81 @@ def clock_name(clock: Callable[[], float] | None = None) -> str:
         clock, getattr(clock, "__name__", "custom"))
 
 
+def sessions() -> tuple[int, int]:
+    """``(k, S)``: this process is session ``k`` of ``S`` (``BENCH_SESSION``, ``BENCH_SESSIONS``; default 1 of 1)."""
+    def _int(name: str) -> int:
+        raw = os.environ.get(name, "1") or "1"
+        try:
+            v = int(raw)
+        except ValueError:
+            raise ValueError(f"{name} must be a positive integer, got {raw!r}") from None
+        if v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {raw!r}")
+        return v
+
+    k, n = _int("BENCH_SESSION"), _int("BENCH_SESSIONS")
+    if k > n:
+        raise ValueError(f"BENCH_SESSION ({k}) must be at most BENCH_SESSIONS ({n})")
+    return k, n
+
+
+def session_repeats(repeats: int, n_sessions: int | None = None) -> int:
+    """Rounds one session runs when a measurement of ``repeats`` rounds is split over sessions.
+
+    1.5x the rounds in all, at least 3 per session (a median and quartiles need a few).
+
+    >>> session_repeats(7, 1), session_repeats(7, 3), session_repeats(9, 3), session_repeats(5, 3)
+    (7, 4, 5, 3)
+    """
+    n_sessions = sessions()[1] if n_sessions is None else n_sessions
+    if n_sessions <= 1:
+        return repeats
+    return max(3, math.ceil(1.5 * repeats / n_sessions))
+
+
+def pool_sessions(metrics: list[dict]) -> dict:
+    """One metric measured in several sessions (each a ``Results`` entry) as one entry.
+
+    Value: the median of every session's paired samples pooled. Spread: the pooled
+    interquartile range widened to include each session's median, so that it covers the
+    drift between processes as well as the noise within one. Entries without samples (a
+    single number per session) pool to the median of the numbers and their min-max.
+
+    >>> m = lambda xs: {"value": statistics.median(xs), "samples": xs, "goal": "<= 1.5", "ratio_of_medians": 1.0}
+    >>> p = pool_sessions([m([1.0, 1.1, 1.2]), m([1.3, 1.4, 1.5]), m([1.1, 1.2, 1.3])])
+    >>> p["value"], p["spread"], p["session_medians"], p["repeats"], p["goal_holds_pessimistic"]
+    (1.2, [1.1, 1.4], [1.1, 1.4, 1.2], 9, True)
+    """
+    if not metrics:
+        raise ValueError("metrics is empty: need the entry of at least one session")
+    out = dict(metrics[0])
+    if all(m.get("samples") for m in metrics):
+        pooled = [x for m in metrics for x in m["samples"]]
+        per_session = [statistics.median(m["samples"]) for m in metrics]
+        value = statistics.median(pooled)
+        q1, q3 = quartiles(pooled)
+        kind = (f"interquartile range of the {len(pooled)} pooled samples, widened to the medians of "
+                f"{len(metrics)} sessions (separate processes)")
+        n = len(pooled)
+    else:
+        per_session = [float(m["value"]) for m in metrics]
+        pooled = None
+        value = statistics.median(per_session)
+        q1, q3 = min(per_session), max(per_session)
+        kind = f"min-max over {len(metrics)} sessions (separate processes)"
+        n = len(metrics)
+    lo, hi = min([q1, *per_session]), max([q3, *per_session])
+    rom = [m["ratio_of_medians"] for m in metrics if m.get("ratio_of_medians") is not None]
+    at_median, pessimistic = goal_holds(out.get("goal"), value, (lo, hi))
+    loads = [m["load_average_1min"] for m in metrics if m.get("load_average_1min") is not None]
+    out.update(value=value, spread=[lo, hi], spread_kind=kind, repeats=n, samples=pooled,
+               session_medians=per_session, sessions=len(metrics),
+               ratio_of_medians=statistics.median(rom) if rom else None,
+               goal_holds_at_median=at_median, goal_holds_pessimistic=pessimistic,
+               load_average_1min=max(loads) if loads else out.get("load_average_1min"))
+    return out
+
+
 def measure(fns: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,
             clock: Callable[[], float] | None = None,
             sync: Callable[[], object] | None = None) -> dict[str, Timing]:
@@ -170,6 +258,10 @@ def measure(fns: dict[str, Callable[[], object]], repeats: int = 5, warmup: int 
         raise ValueError(f"repeats must be a positive int, got {repeats!r}")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"warmup must be a non-negative int, got {warmup!r}")
+    k, n_sessions = sessions()
+    if n_sessions > 1:
+        full, repeats = repeats, session_repeats(repeats, n_sessions)
+        print(f"  (session {k} of {n_sessions}: {repeats} rounds here; {full} in a single-process run)", flush=True)
     names = list(fns)
     for _ in range(warmup):
         for name in names:
@@ -360,16 +452,18 @@ class Results:
             if m["goal"]:
                 status = (f"  goal {m['goal']}: median {'holds' if m['goal_holds_at_median'] else 'MISSES'}, "
                           f"pessimistic end {'holds' if m['goal_holds_pessimistic'] else 'MISSES'}")
-            print(f"#   {name}: {m['value']:.{m['digits']}g} [IQR {lo:.{m['digits']}g}-{hi:.{m['digits']}g}, "
+            print(f"#   {name}: {m['value']:.{m['digits']}g} [spread {lo:.{m['digits']}g}-{hi:.{m['digits']}g}, "
                   f"n={m['repeats']}]{status}")
 
     def write(self, directory: Path | None = None) -> Path:
         """Write ``<directory>/<bench>.json`` (``benchmarks/results/``, ``.../quick/`` in quick mode)."""
         directory = directory or (RESULTS_DIR / "quick" if self.quick else RESULTS_DIR)
         directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"{self.bench}.json"
+        k, n_sessions = sessions()
+        # one fragment per session (report.py pools them); a single-process run writes <bench>.json
+        path = directory / (f"{self.bench}.json" if n_sessions == 1 else f"{self.bench}.s{k}.json")
         path.write_text(json.dumps({"bench": self.bench, "quick": self.quick, "machine": machine_info(),
-                                    "metrics": self.metrics}, indent=2) + "\n")
+                                    "session": k, "sessions": n_sessions, "metrics": self.metrics}, indent=2) + "\n")
         return path
 
     def finish(self) -> None:
@@ -378,4 +472,4 @@ class Results:
 
 
 __all__ = ["Timing", "Ratio", "Results", "measure", "default_clock", "clock_name", "ratio", "throughput", "schedule", "quartiles",
-           "goal_holds", "quick_mode", "set_threads", "steady_allocator", "machine_info", "print_machine"]
+           "goal_holds", "quick_mode", "sessions", "session_repeats", "pool_sessions", "set_threads", "steady_allocator", "machine_info", "print_machine"]

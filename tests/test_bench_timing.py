@@ -155,3 +155,90 @@ def test_steady_allocator_is_recorded_and_can_be_turned_off(monkeypatch):
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-4, 65536)  # M_MMAP_MAX
         libc.mallopt(-1, 128 * 1024)  # M_TRIM_THRESHOLD
+
+
+def test_sessions_split_the_rounds_and_name_bad_settings(monkeypatch):
+    monkeypatch.delenv("BENCH_SESSION", raising=False)
+    monkeypatch.delenv("BENCH_SESSIONS", raising=False)
+    assert _timing.sessions() == (1, 1)
+    clock, log = FakeClock(), []
+    measure(make_sides(clock, {"A": [1.0] * 7, "B": [2.0] * 7}, log), repeats=7, warmup=0, clock=clock)
+    assert len(log) == 14  # one session: every round
+    monkeypatch.setenv("BENCH_SESSIONS", "3")
+    monkeypatch.setenv("BENCH_SESSION", "2")
+    assert _timing.sessions() == (2, 3)
+    log.clear()
+    t = measure(make_sides(clock, {"A": [1.0] * 7, "B": [2.0] * 7}, log), repeats=7, warmup=0, clock=clock)
+    assert log == list("ABBAABBA")  # ceil(1.5 * 7 / 3) = 4 rounds, still alternating
+    assert len(t["A"].samples) == 4
+    monkeypatch.setenv("BENCH_SESSION", "4")
+    with pytest.raises(ValueError, match="BENCH_SESSION"):
+        _timing.sessions()
+    monkeypatch.setenv("BENCH_SESSIONS", "zero")
+    with pytest.raises(ValueError, match="BENCH_SESSIONS"):
+        _timing.sessions()
+
+
+def test_session_fragments_are_written_apart(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCH_SESSIONS", "3")
+    monkeypatch.setenv("BENCH_SESSION", "2")
+    res = Results("bench_fake")
+    res.add("x", ratio(Timing("a", [1.0, 2.0, 3.0]), Timing("b", [1.0, 1.0, 1.0])))
+    path = res.write(tmp_path)
+    assert path.name == "bench_fake.s2.json"
+    data = json.loads(path.read_text())
+    assert (data["session"], data["sessions"]) == (2, 3)
+
+
+def _entry(samples, goal=None):
+    r = ratio(Timing("a", samples), Timing("b", [1.0] * len(samples)))
+    return {"value": r.value, "spread": list(r.spread), "samples": r.pairs, "goal": goal, "repeats": len(samples),
+            "ratio_of_medians": r.ratio_of_medians, "load_average_1min": 1.0}
+
+
+def test_pooled_spread_covers_every_session_median():
+    # three processes whose medians drift apart (1.0, 1.5, 1.2): each IQR alone misses the others
+    sessions = [_entry([0.98, 1.0, 1.02, 1.0]), _entry([1.48, 1.5, 1.52, 1.5]), _entry([1.18, 1.2, 1.22, 1.2])]
+    p = _timing.pool_sessions([dict(s, goal="<= 1.4") for s in sessions])
+    assert p["repeats"] == 12 and p["sessions"] == 3
+    assert p["value"] == pytest.approx(1.2)
+    lo, hi = p["spread"]
+    assert lo <= 1.0 and hi >= 1.5  # widened to the outer session medians
+    assert p["session_medians"] == pytest.approx([1.0, 1.5, 1.2])
+    assert p["goal_holds_at_median"] is True and p["goal_holds_pessimistic"] is False
+    # a single number per session (no samples): median and min-max of the numbers
+    q = _timing.pool_sessions([{"value": v, "samples": None, "goal": ">= 2"} for v in (3.0, 2.5, 1.5)])
+    assert q["value"] == 2.5 and q["spread"] == [1.5, 3.0] and q["goal_holds_pessimistic"] is False
+    with pytest.raises(ValueError, match="metrics"):
+        _timing.pool_sessions([])
+
+
+def test_report_pools_sessions_and_keeps_widget_metrics(tmp_path, monkeypatch):
+    import report
+
+    frag_dir = tmp_path / "results"
+    for k, samples in enumerate(([1.0, 1.1, 1.0], [1.3, 1.3, 1.4], [1.1, 1.2, 1.1]), start=1):
+        monkeypatch.setenv("BENCH_SESSIONS", "3")
+        monkeypatch.setenv("BENCH_SESSION", str(k))
+        res = Results("bench_fake")
+        res.add("x_ratio", ratio(Timing("a", samples), Timing("b", [1.0] * 3)), goal="<= 1.5")
+        res.write(frag_dir)
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"benchmarks": {"bench_widgets": {"load_average_1min": 2.0}},
+                               "metrics": {"widget_latency_p50_ms": {"benchmark": "bench_widgets", "value": 35, "spread": [35, 35],
+                                                                    "repeats": 306, "unit": "ms", "goal": "<= 150",
+                                                                    "goal_holds_at_median": True,
+                                                                    "goal_holds_pessimistic": True},
+                                           "gone": {"benchmark": "bench_fake", "value": 1}}}))
+    rep = report.merge(frag_dir, previous=old)
+    m = rep["metrics"]["x_ratio"]
+    assert m["repeats"] == 9 and m["sessions"] == 3 and m["value"] == pytest.approx(1.1)
+    assert m["spread"][1] >= 1.3  # session 2's median
+    assert rep["metrics"]["widget_latency_p50_ms"]["value"] == 35  # carried over
+    assert "gone" not in rep["metrics"]  # an old metric of a re-run benchmark is not
+    assert rep["machine"]["sessions"] == 3
+    assert "sessions" in report.table(rep)
+    # a run cut short (2 of 3 sessions) is refused, not pooled
+    (frag_dir / "bench_fake.s3.json").unlink()
+    with pytest.raises(SystemExit, match="cut short"):
+        report.merge(frag_dir)
