@@ -1,9 +1,12 @@
 """Build the book as static HTML (``make html``): every notebook, from its committed outputs.
 
 Nothing is executed and nothing is fetched: nbconvert exports each notebook as it was
-saved, and the page loads no script or style sheet from the internet (MathJax, require.js
-and mermaid, which nbconvert's template takes from a CDN, are left out, so equations show
-as their TeX source).
+saved, and the page loads no script or style sheet from the internet (require.js and
+mermaid, which nbconvert's template takes from a CDN, are left out). Equations are typeset
+by a local MathJax: MathJax 2.7 as shipped in the ``jupyter-server-mathjax`` package (a
+dependency of the book) is copied to ``<out>/mathjax/`` and each page loads it from there
+by a relative address, with its STIX web fonts (no font or script from the network, so the
+pages also work opened from disk, ``file://``).
 
 Widget outputs are replaced by HTML made from the widget state the notebook saved
 (notebook metadata ``widgets``, ``application/vnd.jupyter.widget-state+json``):
@@ -25,6 +28,7 @@ import base64
 import html
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -45,6 +49,18 @@ STATIC_CSS = """<style>
 NOTE_PYTHON = ("Controls in grey need Python (a running kernel) and show the values saved with the notebook; "
                "the controls drawn with the picture work in this page.")
 NOTE_NO_FRONT = "This explorer needs a running kernel; the picture is the one saved with the notebook."
+MATHJAX_DIR = "mathjax"  # beside the pages in the output folder
+# MathJax 2's combined TeX configuration as shipped by jupyter-server-mathjax (nbconvert's
+# default, TeX-AMS_CHTML-full, is not in that package), plus Safe (no javascript: links in TeX).
+MATHJAX_QUERY = "?config=TeX-AMS-MML_HTMLorMML-full,Safe"
+# The package ships only the STIX web fonts: use them, never local or image fonts (an image
+# font would be looked for under fonts/HTML-CSS/TeX/png, which is not there). The hidden
+# MathML copy kept for screen readers (AssistiveMML) would otherwise ask for MathJax's TeX
+# fonts (fonts/HTML-CSS/TeX/otf, not shipped either) for letters such as a double-struck R.
+MATHJAX_FONTS = """<script type="text/x-mathjax-config">
+MathJax.Hub.Config({"HTML-CSS": {availableFonts: [], preferredFont: null, webFont: "STIX-Web", imageFont: null}});
+</script>
+<style>.MJX_Assistive_MathML [mathvariant]{font-family:inherit !important}</style>"""
 
 
 def _ref(value) -> str | None:
@@ -135,8 +151,33 @@ _REMOTE_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
 _REMOTE_LINK = re.compile(r"<link\b[^>]*\bhref=[\"']?(?:https?:)?//[^>]*>", re.I)
 
 
-def strip_remote(page: str) -> str:
-    """Remove every script and style sheet that would load from the network (the template's CDN ones)."""
+def mathjax_source() -> Path:
+    """The folder holding MathJax.js inside the installed jupyter-server-mathjax package."""
+    try:
+        import jupyter_server_mathjax
+    except ImportError:
+        raise RuntimeError("the static book typesets equations with the MathJax copy in the jupyter-server-mathjax "
+                           "package, which is not installed: run `make setup` (or pip install jupyter-server-mathjax)") from None
+    static = Path(jupyter_server_mathjax.__file__).resolve().parent / "static"
+    needed = [static / "MathJax.js", static / "config" / "TeX-AMS-MML_HTMLorMML-full.js", static / "fonts" / "HTML-CSS" / "STIX-Web"]
+    missing = [str(p) for p in needed if not p.exists()]
+    if missing:
+        raise RuntimeError(f"jupyter-server-mathjax is installed but its MathJax copy lacks {', '.join(missing)}")
+    return static
+
+
+def copy_mathjax(out: Path) -> Path:
+    """Copy MathJax (scripts, configuration, STIX web fonts, licence) into ``out/mathjax``; return that folder."""
+    target = out / MATHJAX_DIR
+    shutil.copytree(mathjax_source(), target, dirs_exist_ok=True)
+    return target
+
+
+def strip_remote(page: str, keep_mathjax: bool = False) -> str:
+    """Remove every script and style sheet that would load from the network (the template's CDN ones).
+
+    ``keep_mathjax``: keep the template's MathJax configuration (MathJax itself is loaded from
+    a local copy); otherwise it is dropped too, useless without MathJax."""
     def keep(match: re.Match) -> str:
         tag = match.group(0)
         opening = tag[: tag.index(">") + 1]
@@ -144,7 +185,7 @@ def strip_remote(page: str) -> str:
             return ""  # a CDN script, or one whose address was blanked out above
         if "llmbook-render" not in opening and re.search(r"(?:import\s*\(|from\s+)[\"']https?://|cdnjs|unpkg|jsdelivr", tag):
             return ""
-        if "MathJax" in tag and "llmbook-render" not in opening:
+        if "MathJax" in tag and "llmbook-render" not in opening and not keep_mathjax:
             return ""  # its configuration, useless without MathJax itself
         return tag
 
@@ -157,15 +198,26 @@ def remote_references(page: str) -> list[str]:
     return [t for t in tags if re.search(r"\b(?:src|href)=[\"']?(?:https?:)?//", t, re.I)]
 
 
-def build_page(path: Path) -> tuple[str, int]:
+def build_page(path: Path, mathjax_url: str = "") -> tuple[str, int]:
+    """The page of one notebook and its number of browser-drawn views.
+
+    ``mathjax_url``: where the page loads MathJax.js from, relative to the page (a local copy,
+    see ``copy_mathjax``); empty: no MathJax, equations show as their TeX source."""
+    if re.match(r"(?:[a-z][a-z0-9+.-]*:)?//", mathjax_url, re.I):
+        raise ValueError(f"mathjax_url must be a local, relative address, got {mathjax_url!r}")
     nb = nbformat.read(path, as_version=4)
     nb, fronts = static_notebook(nb)
     exporter = HTMLExporter(template_name="lab")
-    exporter.mathjax_url = ""
+    exporter.mathjax_url = mathjax_url
     exporter.require_js_url = ""
     exporter.jquery_url = ""
     page, _ = exporter.from_notebook_node(nb)
-    page = strip_remote(page)
+    page = strip_remote(page, keep_mathjax=bool(mathjax_url))
+    if mathjax_url:  # the fonts setting goes before MathJax.js, which reads it as it starts
+        script = f'<script src="{html.escape(mathjax_url)}">'
+        if page.count(script) != 1:
+            raise RuntimeError(f"{path.name}: expected nbconvert's template to load MathJax once from {mathjax_url!r}")
+        page = page.replace(script, MATHJAX_FONTS + "\n" + script, 1)
     if fronts:
         module = (FRONTEND / "render.js").read_text(encoding="utf-8") + "\n" + (FRONTEND / "static.js").read_text(encoding="utf-8")
         page = page.replace("</body>", f'<script type="module" id="llmbook-render">\n{module}\n</script>\n</body>', 1)
@@ -185,9 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         parser.error(f"no such notebook: {', '.join(missing)}")
     args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        copy_mathjax(args.out)
+    except RuntimeError as e:
+        parser.exit(1, f"build_html.py: error: {e}\n")
+    mathjax_url = f"{MATHJAX_DIR}/MathJax.js{MATHJAX_QUERY}"
     links = []
     for path in paths:
-        page, fronts = build_page(path)
+        page, fronts = build_page(path, mathjax_url)
         target = args.out / (path.stem + ".html")
         target.write_text(page, encoding="utf-8")
         links.append(f'<li><a href="{html.escape(target.name)}">{html.escape(path.stem)}</a></li>')

@@ -8,7 +8,8 @@ import nbformat
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from build_html import remote_references, static_notebook, strip_remote  # noqa: E402
+import pytest  # noqa: E402
+from build_html import build_page, copy_mathjax, remote_references, static_notebook, strip_remote  # noqa: E402
 
 
 def _model(name, module="@jupyter-widgets/controls", **state):
@@ -64,3 +65,41 @@ def test_remote_scripts_and_links_are_stripped():
     assert remote_references(out) == []
     assert 'id="llmbook-render"' in out and "var local = 1" in out
     assert "cdnjs" not in out and "unpkg" not in out and "cdn.example" not in out
+
+
+def _math_notebook(tmp_path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_markdown_cell("An equation: $$\\mathrm{softmax}(x)_i = e^{x_i} / \\sum_j e^{x_j}$$"))
+    path = tmp_path / "math.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_pages_load_mathjax_from_the_local_copy(tmp_path):
+    url = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
+    page, _ = build_page(_math_notebook(tmp_path), url)
+    assert remote_references(page) == []
+    assert page.count(f'<script src="{url}">') == 1
+    # the fonts setting (STIX web fonts, the only ones shipped) comes before MathJax.js starts
+    assert page.index('webFont: "STIX-Web"') < page.index(f'<script src="{url}">')
+    assert "MathJax.Hub.Queue" in page  # the template's typesetting call is kept
+    assert "$$\\mathrm{softmax}" in page  # the TeX, for MathJax to find
+
+
+def test_without_mathjax_the_page_has_no_mathjax_at_all(tmp_path):
+    page, _ = build_page(_math_notebook(tmp_path))
+    assert "MathJax.js" not in page and "MathJax.Hub" not in page
+
+
+def test_a_remote_mathjax_is_refused(tmp_path):
+    for url in ("https://cdn.example/MathJax.js", "//cdn.example/MathJax.js"):
+        with pytest.raises(ValueError, match="local, relative"):
+            build_page(_math_notebook(tmp_path), url)
+
+
+def test_copy_mathjax_brings_scripts_and_fonts(tmp_path):
+    target = copy_mathjax(tmp_path)
+    assert target == tmp_path / "mathjax"
+    assert (target / "MathJax.js").is_file() and (target / "config" / "TeX-AMS-MML_HTMLorMML-full.js").is_file()
+    assert any((target / "fonts" / "HTML-CSS" / "STIX-Web" / "woff").glob("*.woff"))
+    copy_mathjax(tmp_path)  # a second build over the first one
