@@ -60,3 +60,136 @@ def test_dims_parsing_matches_python_and_clips_long_input():
     got = _run("[parseDims('0, 4;16', 32), (() => { try { parseDims('x'.repeat(5000), 32); } catch (e) { return e.message; } })()]", {})
     assert got[0] == parse_dims("0, 4;16", 32)
     assert got[1].startswith("dims must be comma-separated integers") and len(got[1]) < 120
+
+
+# A minimal DOM for Node: enough for render.js to build its SVG/HTML tree, which the test then reads.
+_DOM_SHIM = r"""
+class FakeNode {
+  constructor(tag) { this.tag = tag; this.attrs = {}; this.children = []; this.style = {}; this._text = ""; this.listeners = {}; }
+  setAttribute(k, v) { this.attrs[k] = String(v); }
+  getAttribute(k) { return this.attrs[k]; }
+  appendChild(c) { this.children.push(c); return c; }
+  append(...xs) { for (const x of xs) this.children.push(typeof x === "string" ? { tag: "#text", _text: x, children: [] } : x); }
+  replaceChildren(...xs) { this.children = []; this.append(...xs); }
+  addEventListener(k, f) { this.listeners[k] = f; }
+  set textContent(v) { this._text = String(v); this.children = []; }
+  get textContent() { return this._text + this.children.map((c) => (c.tag === "#text" ? c._text : c.textContent || "")).join(""); }
+  getContext() { return { font: "", measureText: (s) => ({ width: String(s).length * 6 }) }; }
+  set innerHTML(v) { this._text = String(v); }
+}
+globalThis.document = { createElementNS: (_, tag) => new FakeNode(tag), createElement: (tag) => new FakeNode(tag), activeElement: null };
+const all = (n, tag) => [...(n.tag === tag ? [n] : []), ...(n.children || []).flatMap((c) => all(c, tag))];
+function drawSpec(spec) {
+  const pic = new FakeNode("div"), bar = new FakeNode("div"), status = new FakeNode("div");
+  const ctx = { model: { get: () => 0 }, spec, bar, pic, status, error: () => {}, set: () => {} };
+  VIEWS[spec.kind](ctx)();
+  return pic;
+}
+"""
+
+
+def _draw(calls: str, data: dict):
+    script = RENDER_JS + _DOM_SHIM + f"\nconst DATA = {json.dumps(data)};\nconsole.log(JSON.stringify({calls}));\n"
+    out = subprocess.run([NODE, "--input-type=module", "-"], input=script, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_panels_view_draws_every_panel_type():
+    from llmbook.viz.frontend import KINDS
+
+    assert "panels" in KINDS
+    spec = {"kind": "panels", "title": "temperature 0.80, seed 0", "panels": [
+        {"type": "bars", "title": "two lines\nof title", "labels": ["a", "␣", "↵"], "values": [0.5, 0.3, 0.2],
+         "colors": ["#0072B2", "#bbbbbb", "#bbbbbb"], "xlabel": "next token", "ylabel": "probability", "note": "top 3"},
+        {"type": "hbars", "title": "tokens per character", "labels": ["x", "y"], "values": [1.0, 0.25], "xlabel": "tokens per character"},
+        {"type": "points", "title": "diag", "xlim": [-4, 4], "ylim": [-4, 4], "diagonal": True, "legend": True,
+         "series": [{"label": "s", "color": 1, "x": [0, 1], "y": [0, 1], "yerr": [0.5, 0.5]}]},
+        {"type": "text", "title": "sample", "segments": [{"text": "ROMEO:\n", "bold": True}, {"text": "What"}]},
+        {"type": "tokens", "columns": ["tokenizer", "tokens", "tokens / char", "tokens"], "n_chars": 4,
+         "rows": [{"name": "chars", "tokens": ["a", " ", "b\nc"]}]},
+    ]}
+    got = _draw("""(() => { const pic = drawSpec(DATA.spec);
+        const rects = all(pic, "rect").filter((r) => r.attrs.fill && r.attrs.fill !== "none" && r.attrs.fill !== "white");
+        return { title: all(pic, "div").find((d) => d.attrs.class === "llmbook-front-title").textContent,
+                 fills: rects.map((r) => r.attrs.fill), texts: all(pic, "text").map((t) => t.textContent),
+                 circles: all(pic, "circle").length, bold: all(pic, "b").map((b) => b.textContent),
+                 spans: all(pic, "span").map((s) => s.textContent), svgs: all(pic, "svg").length }; })()""",
+                {"spec": spec})
+    assert got["title"] == "temperature 0.80, seed 0"
+    assert got["svgs"] == 3  # bars, hbars, points
+    # three vertical bars in their own colours, then two horizontal ones in the first palette colour
+    assert got["fills"][:5] == ["#0072B2", "#bbbbbb", "#bbbbbb", "#0072B2", "#0072B2"]
+    for label in ["two lines", "of title", "a", "␣", "↵", "next token", "probability", "top 3", "x", "y", "1.00", "0.25", "diag"]:
+        assert label in got["texts"], label
+    assert got["circles"] == 2 + 1  # two points + the legend's marker
+    assert got["bold"] == ["ROMEO:\n"]
+    assert got["spans"][-3:] == ["a", "·", "b↵c"]
+
+
+def test_panels_view_rejects_an_unknown_panel_type():
+    got = _draw("""(() => { try { drawSpec({kind: "panels", panels: [{type: "pie"}]}); return "drawn"; } catch (e) { return e.message; } })()""", {})
+    assert got == 'unknown panel type "pie"'
+
+
+def test_bar_grid_top_k_matches_the_matplotlib_figure():
+    """The bar_grid view keeps the first k bars of each panel and sets the value axis as the
+    matplotlib figure of the same data does (x1.3 of the largest bar when values are written)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from llmbook.viz.bert import masked_word_figure
+    from llmbook.viz.frontend import bar_grid_spec, bar_panel
+
+    cands = [("thou", 0.35), ("a", 0.05), ("to", 0.04), ("not", 0.03), ("it", 0.025)]
+    spec = bar_grid_spec([bar_panel([c for c, _ in cands], [p for _, p in cands], "[MASK] at position 6", "h",
+                                    annotate=True),
+                          bar_panel(["x", "y"], [0.6, 0.4], "fixed axis", vmax=1.0)],
+                         top_k={"min": 1, "max": 15})
+    ks = [1, 3, 5, 15]
+    got = _run("DATA.ks.map((k) => barGridShown(DATA.spec, k))", {"spec": spec, "ks": ks})
+    for k, panels in zip(ks, got):
+        fig = masked_word_figure(["[CLS]", "[MASK]", "[SEP]"], [(6, cands[:k])])
+        xmax = fig.axes[0].get_xlim()[1]
+        plt.close(fig)
+        assert panels[0]["labels"] == [c for c, _ in cands[:k]]
+        assert panels[0]["values"] == [p for _, p in cands[:k]]
+        assert abs(panels[0]["vmax"] - xmax) < 1e-9
+        assert panels[1]["labels"] == ["x", "y"][:k] and panels[1]["vmax"] == 1.0
+    every = _run("barGridShown(DATA.spec, null)", {"spec": spec})
+    assert [len(p["values"]) for p in every] == [5, 2]
+
+
+def test_bar_grid_view_draws_panels_slider_and_table():
+    from llmbook.viz.frontend import KINDS, bar_grid_spec, bar_panel
+
+    assert "bar_grid" in KINDS
+    spec = bar_grid_spec(
+        [bar_panel(["H", "␣", "↵"], [0.5, 0.3, 0.2], "SFT: next token after the prompt", "v", 0, ylabel="probability", vmax=1.0),
+         bar_panel(["今", "<E5>"], [0.6, 0.4], "base: next token after the prompt", "v", 1, vmax=1.0),
+         bar_panel(["HAMLET", "Hamlet"], [0.9, 0.1], "SFT: whole answers", "h", 0, xlabel="probability among the candidates"),
+         bar_panel(["HAMLET", "Hamlet"], [0.3, 0.7], "base: whole answers", "h", 1, annotate=True)],
+        title="SFT compared with base", columns=2, top_k={"min": 1, "max": 15},
+        table={"caption": "2 sampled answers (greedy):", "header": ["SFT", "base"], "rows": [["'HAMLET'", "''"], ["'IAGO'", "''"]]})
+    got = _draw("""DATA.ks.map((k) => { const pic = new FakeNode("div"), bar = new FakeNode("div");
+        const ctx = { model: { get: (t) => (t === "step" ? k : 0) }, spec: DATA.spec, bar, pic, status: new FakeNode("div"),
+                      error: () => {}, set: () => {} };
+        VIEWS.bar_grid(ctx)();
+        const bars = all(pic, "rect");
+        return { fills: bars.map((r) => r.attrs.fill), texts: all(pic, "text").map((t) => t.textContent),
+                 cells: [...all(pic, "th"), ...all(pic, "td")].map((c) => c.textContent),
+                 slider: all(bar, "input").map((i) => [i.attrs.min, i.attrs.max, i.value]),
+                 title: all(pic, "text").find((t) => t.attrs.class === "llmbook-front-title").textContent }; })""",
+                {"spec": spec, "ks": [15, 1]})
+    full, one = got
+    assert full["title"] == "SFT compared with base"
+    # every bar in its checkpoint's colour: left column PALETTE[0], right column PALETTE[1]
+    assert full["fills"] == ["#0072B2"] * 3 + ["#E69F00"] * 2 + ["#0072B2"] * 2 + ["#E69F00"] * 2
+    for label in ["H", "␣", "↵", "今", "<E5>", "HAMLET", "Hamlet", "probability", "probability among the candidates",
+                  "SFT: whole answers", "0.30", "0.70"]:
+        assert label in full["texts"], label
+    assert full["cells"] == ["SFT", "base", "'HAMLET'", "''", "'IAGO'", "''"]
+    assert full["slider"] == [["1", "15", "15"]]
+    assert one["fills"] == ["#0072B2", "#E69F00", "#0072B2", "#E69F00"]  # top 1 of every panel

@@ -54,3 +54,17 @@ def misleading_outputs(nb: dict) -> list[str]:
 def test_saved_text_forms_do_not_mislead(path):
     found = misleading_outputs(json.loads(path.read_text()))
     assert not found, f"{path.name}: " + "; ".join(found)
+
+
+def test_saved_widget_renderer_is_the_current_one():
+    """The render.js copy saved in each notebook's widget state is the current file."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("sync_widget_renderer", root / "scripts" / "sync_widget_renderer.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    stale = {p.name: len(mod.stale_models(json.loads(p.read_text(encoding="utf-8"))))
+             for p in NOTEBOOKS}
+    stale = {k: v for k, v in stale.items() if v}
+    assert not stale, f"saved renderer copies out of date: {stale}; run python scripts/sync_widget_renderer.py"

@@ -9,8 +9,8 @@ from matplotlib.figure import Figure
 
 from llmbook.bert import BertConfig, BertForPreTraining, predict_masked
 from llmbook.tokenizers.wordpiece import WordPiece
-from llmbook.viz.bert import (NO_WORD, default_word, embedding_sum_figure, mask_word, masked_word_explorer,
-                              masked_word_figure, word_choices)
+from llmbook.viz.bert import (NO_WORD, TOP_K_MAX, default_word, embedding_sum_figure, mask_word, masked_word_data,
+                              masked_word_explorer, masked_word_figure, masked_word_spec, word_choices)
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + "to be or not that is the question , .".split()
 
@@ -79,13 +79,14 @@ def test_a_new_sentence_shows_a_prediction_at_once_in_one_render(predict):
         return predict(text, top_k=top_k)
 
     ex = masked_word_explorer(counting, sentence="to be or [MASK] to be")
-    first = ex.view.children[0].value
+    first = ex.front.spec
     calls.clear()
     ex.controls["sentence"].value = "that is the question ."  # no [MASK] typed: a word is masked for the reader
     assert ex.last_error is None and ex.error.value == ""
     assert ex.controls["word"].value == "3: question"
     assert calls == ["that is the [MASK] ."]  # one model call, with the new word masked
-    assert ex.view.children[0].value != first  # the picture is the new sentence's, not the old one
+    assert ex.front.spec != first  # the picture is the new sentence's, not the old one
+    assert ex.front.spec["title"] == "that is the [MASK] ."
 
 
 def test_a_cut_sentence_says_so(predict):
@@ -115,3 +116,49 @@ def test_embedding_sum_figure():
     assert isinstance(fig, Figure)
     with pytest.raises(ValueError, match="tokens"):
         embedding_sum_figure(torch.randn(T, D), torch.randn(T, D), torch.randn(T, D), list("abc"))
+
+
+def test_spec_holds_the_models_top_pieces(predict):
+    """The browser gets predict's top TOP_K_MAX pieces, largest first; its first k are predict's top k."""
+    data = masked_word_data(predict, "to be or not to be", "3: not")
+    spec = masked_word_spec(data)
+    assert spec["kind"] == "bar_grid" and spec["title"] == "to be or [MASK] to be"
+    assert spec["top_k"] == {"name": "top_k", "label": "top k", "min": 1, "max": TOP_K_MAX}
+    (panel,) = spec["panels"]
+    tokens, preds = predict("to be or [MASK] to be", top_k=TOP_K_MAX)
+    assert data["tokens"] == tokens and panel["title"] == f"[MASK] at position {preds[0][0]}"
+    assert panel["labels"] == [c for c, _ in preds[0][1]] and panel["orient"] == "h" and panel["annotate"]
+    assert panel["values"] == sorted(panel["values"], reverse=True) and 0 < sum(panel["values"]) <= 1 + 1e-3
+    for k in (1, 3, 5):
+        _, small = predict("to be or [MASK] to be", top_k=k)
+        assert panel["labels"][:k] == [c for c, _ in small[0][1]]
+        assert panel["values"][:k] == pytest.approx([q for _, q in small[0][1]], rel=1e-3)
+    two = masked_word_spec(masked_word_data(predict, "[MASK] be or [MASK]", NO_WORD))
+    assert len(two["panels"]) == 2 and two["columns"] == 2
+
+
+def test_top_k_is_drawn_in_the_browser_and_sentences_are_cached(predict):
+    calls = []
+
+    def counting(text, top_k=5):
+        calls.append((text, top_k))
+        return predict(text, top_k=top_k)
+
+    ex = masked_word_explorer(counting, sentence="to be or not to be", word="3: not", top_k=4)
+    assert calls == [("to be or [MASK] to be", TOP_K_MAX)] and ex.front.step == 4
+    spec = ex.front.spec
+    ex.controls["top_k"].value = 2                       # the browser's slider: no new spec, no model call
+    assert ex.front.step == 2 and ex.front.spec is spec and len(calls) == 1
+    fig = ex.render(**ex.values())                       # the static picture follows it
+    assert len(fig.axes[0].patches) == 2
+    plt.close(fig)
+    ex.controls["word"].value = "1: be"
+    ex.controls["word"].value = "3: not"                 # seen before: from the cache
+    assert [t for t, _ in calls] == ["to be or [MASK] to be", "to [MASK] or not to be"]
+    assert ex.front.spec == spec and ex.cache.hits >= 1
+    for bad in (0, TOP_K_MAX + 1, 2.5, True):
+        with pytest.raises(ValueError, match="top_k must be an int from 1 to"):
+            ex.controls["top_k"].value = bad
+    assert ex.front.step == 2
+    with pytest.raises(ValueError, match="top_k"):
+        masked_word_explorer(predict, sentence="to be or not to be", top_k=99)

@@ -10,7 +10,7 @@ import torch
 
 import llmbook.viz  # noqa: F401  (applies the book style and the CJK font)
 from llmbook.ngram import CharNGramLM
-from llmbook.viz.intro import next_char_bar, next_char_explorer, render_next_char, visible_char
+from llmbook.viz.intro import next_char_bar, next_char_explorer, next_char_spec, render_next_char, visible_char
 
 TEXT = "ROMEO:\nO, she doth teach the torches to burn bright!\n\nJULIET:\nO Romeo, Romeo!\n今天天气很好\n"
 
@@ -88,13 +88,16 @@ def test_explorer_controls_and_inline_error(lm):
     slider = ex.controls["temperature"]
     assert (slider.min, slider.max, slider.continuous_update) == (0.1, 3.0, False)
     assert ex.controls["prompt"].continuous_update is False
-    first = ex.view.children[0].value
+    assert ex.view.children == (ex.front,)  # drawn in the browser
+    first = ex.front.spec
     slider.value = 2.5
-    assert ex.view.children[0].value != first and ex.error.value == ""
+    assert ex.front.spec != first and ex.error.value == ""
+    assert "T = 2.5" in ex.front.spec["panels"][0]["title"]
+    kept = ex.front.spec
     ex.controls["prompt"].value = ""
-    assert "empty" in ex.error.value and ex.view.children  # last picture kept
+    assert "empty" in ex.error.value and ex.front.spec == kept and ex.front.stale  # last picture kept, greyed out
     ex.controls["prompt"].value = "O"
-    assert ex.error.value == ""
+    assert ex.error.value == "" and not ex.front.stale
     plt.close("all")
 
 
@@ -106,3 +109,31 @@ def test_title_names_the_history_that_matters():
     title = render_next_char(uni, "O", 1.0).axes[0].get_title(loc="left")
     assert title.startswith("p(next | \u201cO\u201d)\n") and "does not matter" in title and "T =" not in title
     plt.close("all")
+
+
+def test_spec_matches_the_figure(lm):
+    spec = next_char_spec(lm, "ROMEO:\nO", 0.7)
+    assert spec["kind"] == "panels"
+    (bars,) = spec["panels"]
+    fig = render_next_char(lm, "ROMEO:\nO", 0.7)
+    ax = fig.axes[0]
+    assert bars["labels"] == [t.get_text() for t in ax.get_xticklabels()]
+    assert bars["values"] == pytest.approx(_bar_heights(fig), rel=1e-3)
+    assert bars["title"] == ax.get_title(loc="left") and bars["xlabel"] == ax.get_xlabel()
+    assert bars["note"] == ax.texts[0].get_text() and bars["ymax"] == pytest.approx(ax.get_ylim()[1])
+    chars, p = lm.prob_next("ROMEO:\nO", temperature=0.7)
+    assert bars["values"][0] == pytest.approx(float(p.max()), rel=1e-3)
+    plt.close("all")
+
+
+def test_spec_bad_input_names_the_parameter(lm):
+    with pytest.raises(ValueError, match="prompt is empty"):
+        next_char_spec(lm, "", 1.0)
+    with pytest.raises(ValueError, match="never saw"):
+        next_char_spec(lm, "xyz@", 1.0)
+    with pytest.raises(ValueError, match="temperature"):
+        next_char_spec(lm, "O", 0.0)
+    with pytest.raises(ValueError, match="top"):
+        next_char_spec(lm, "O", 1.0, top=0)
+    with pytest.raises(TypeError, match="prompt"):
+        next_char_spec(lm, 3, 1.0)

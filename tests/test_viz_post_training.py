@@ -12,8 +12,12 @@ from llmbook.charvocab import CharVocab  # noqa: E402
 from llmbook.gpt import GPT, GPTConfig  # noqa: E402
 from llmbook.llama import Llama, LlamaConfig  # noqa: E402
 from llmbook.post_training import score_answers  # noqa: E402
-from llmbook.viz.post_training import (answer_probs, checkpoint_explorer, checkpoint_render,  # noqa: E402
-                                       comparison_figure, next_token_probs, sample_answers)
+from llmbook.sampling import sample_next  # noqa: E402
+from llmbook.viz.frontend import ResultCache  # noqa: E402
+from llmbook.viz.post_training import (answer_probs, checkpoint_data, checkpoint_explorer,  # noqa: E402
+                                       checkpoint_render, checkpoint_spec, comparison_figure, next_token_probs,
+                                       sample_answers)
+from llmbook.viz.sampling import token_label  # noqa: E402
 
 PROMPTS = ["Who says: To be?\n", "Who says: O Romeo?\n"]
 NAMES = ["HAMLET\n", "Hamlet\n", "ROMEO\n"]
@@ -105,10 +109,136 @@ def test_explorer_shows_errors_inline_and_recovers(setup):
         checkpoint_explorer(models, vocab.encode, vocab.decode, PROMPTS, checkpoint="PPO")
     ex = checkpoint_explorer(models, vocab.encode, vocab.decode, PROMPTS, candidates=NAMES, max_new=4)
     assert ex.values()["checkpoint"] == "SFT" and ex.values()["against"] == "base" and ex.last_error is None
-    before = ex.view.children[0].value
+    before = ex.front.spec
+    assert ex.view.children == (ex.front,) and before["kind"] == "bar_grid"
     ex.controls["checkpoint"].value = "DPO"
-    assert ex.last_error is None and ex.view.children[0].value != before
+    assert ex.last_error is None and ex.front.spec != before and ex.front.spec["table"]["header"] == ["DPO", "base"]
+    shown = ex.front.spec
     ex.controls["custom"].value = "日本"
-    assert "outside the vocabulary" in str(ex.last_error)
+    assert "outside the vocabulary" in str(ex.last_error) and "outside the vocabulary" in ex.error.value
+    assert ex.front.stale and ex.front.spec == shown  # the last picture stays, greyed out
     ex.controls["custom"].value = ""
-    assert ex.last_error is None
+    assert ex.last_error is None and not ex.front.stale
+
+
+def test_batched_samples_are_the_models_own_draws(setup):
+    """The n answers drawn as one batch are what a token-by-token loop over the model gives."""
+    models, vocab = setup
+    ids, stop = vocab.encode(PROMPTS[0]), vocab.encode("\n")
+    greedy = sample_answers(models["SFT"], ids, 2, 0.0, 0, max_new=6, stop_ids=stop)
+    want, x = [], list(ids)
+    for _ in range(6):
+        nxt = int(models["SFT"](torch.tensor([x[-24:]]))[0][0, -1].argmax())
+        if nxt == stop[0]:
+            break
+        want.append(nxt)
+        x.append(nxt)
+    assert greedy == [want, want]
+    # one answer at temperature 1: the same draws as sample_next on the model's logits, seed for seed
+    g, x, want = torch.Generator().manual_seed(3), list(ids), []
+    for _ in range(5):
+        nxt = int(sample_next(models["base"](torch.tensor([x[-24:]]))[0][:, -1], temperature=1.0, generator=g)[0])
+        if nxt == stop[0]:
+            break
+        want.append(nxt)
+        x.append(nxt)
+    assert sample_answers(models["base"], ids, 1, 1.0, 3, max_new=5, stop_ids=stop) == [want]
+
+
+def test_spec_holds_the_computed_numbers(setup):
+    models, vocab = setup
+    args = dict(prompt=PROMPTS[0], checkpoint="SFT", against="base", temperature=0.7, seed=2, candidates=NAMES,
+                n_samples=2, max_new=5)
+    data = checkpoint_data(models, vocab.encode, vocab.decode, **args)
+    spec = checkpoint_spec(data, vocab.decode)
+    assert spec["kind"] == "bar_grid" and spec["columns"] == 2 and len(spec["panels"]) == 4
+    assert "SFT compared with base" in spec["title"] and "To be?" in spec["title"]
+    ids = vocab.encode(PROMPTS[0])
+    for j, name in enumerate(["SFT", "base"]):
+        p = next_token_probs(models[name], ids)
+        top = torch.topk(p, 10)
+        panel = spec["panels"][j]
+        assert panel["title"].startswith(name) and panel["orient"] == "v" and panel["vmax"] == 1.0
+        assert panel["labels"] == [token_label(vocab.decode([i])) for i in top.indices.tolist()]
+        torch.testing.assert_close(torch.tensor(panel["values"]), top.values, rtol=1e-3, atol=1e-6)
+        answers = spec["panels"][2 + j]
+        assert answers["orient"] == "h" and answers["labels"] == [n.strip() for n in NAMES]
+        assert abs(sum(answers["values"]) - 1) < 1e-3
+        torch.testing.assert_close(torch.tensor(answers["values"]),
+                                   answer_probs(models[name], ids, [vocab.encode(n) for n in NAMES]), rtol=1e-3, atol=1e-6)
+    samples = {n: [vocab.decode(s) for s in sample_answers(models[n], ids, 2, 0.7, 2, 5, vocab.encode("\n"))]
+               for n in ("SFT", "base")}
+    assert spec["table"]["header"] == ["SFT", "base"]
+    assert spec["table"]["rows"] == [[repr(samples["SFT"][i]), repr(samples["base"][i])] for i in range(2)]
+    assert "temperature 0.7, seed 2" in spec["table"]["caption"]
+    bare = checkpoint_spec(checkpoint_data(models, vocab.encode, vocab.decode, **{**args, "candidates": None}), vocab.decode)
+    assert len(bare["panels"]) == 2                     # no candidates: no whole-answer row
+
+
+def test_explorer_reuses_what_it_computed(setup):
+    """A temperature or seed change samples again but runs no next-token or whole-answer pass;
+    going back to a setting already seen runs the models not at all."""
+    models, vocab = setup
+    calls = []
+    hooks = [m.register_forward_hook(lambda mod, inp, out, name=name: calls.append((name, tuple(inp[0].shape))))
+             for name, m in models.items()]
+    try:
+        ex = checkpoint_explorer(models, vocab.encode, vocab.decode, PROMPTS, candidates=NAMES, n_samples=2, max_new=4)
+        assert {c[0] for c in calls} == {"SFT", "base"} and ex.last_error is None
+        assert any(shape[0] == 1 for _, shape in calls) and any(shape[0] == len(NAMES) for _, shape in calls)
+        calls.clear()
+        ex.controls["temperature"].value = 1.5
+        assert calls and all(shape[0] == 2 for _, shape in calls)  # sampling batches of n_samples only
+        assert "temperature 1.5" in ex.front.spec["table"]["caption"]
+        calls.clear()
+        ex.controls["seed"].value = 7
+        assert calls and all(shape[0] == 2 for _, shape in calls)
+        calls.clear()
+        ex.controls["checkpoint"].value = "DPO"
+        assert {c[0] for c in calls} == {"DPO"}             # the base column is kept
+        first = ex.front.spec
+        calls.clear()
+        ex.controls["checkpoint"].value = "SFT"
+        ex.controls["checkpoint"].value = "DPO"
+        assert calls == [] and ex.front.spec == first        # all seen before: no forward pass at all
+        hits = ex.cache.hits
+        ex.controls["temperature"].value = 1.0
+        ex.controls["seed"].value = 0
+        assert ex.cache.hits > hits and ex.last_error is None
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def test_cache_is_bounded_and_keeps_no_failure():
+    c = ResultCache(2)
+    assert [c.get(k, lambda k=k: k * 10) for k in (1, 2, 1, 3)] == [10, 20, 10, 30]
+    assert len(c) == 2 and (c.hits, c.misses) == (1, 3)
+    assert c.get(2, lambda: "new") == "new"             # 2 was the least recently used: dropped
+    with pytest.raises(RuntimeError):
+        c.get(9, lambda: (_ for _ in ()).throw(RuntimeError("boom")))
+    assert c.get(9, lambda: 90) == 90
+    with pytest.raises(ValueError, match="size"):
+        ResultCache(0)
+
+
+def test_seed_is_checked_before_the_cache(setup):
+    models, vocab = setup
+    args = dict(prompt=PROMPTS[0], checkpoint="SFT", against="base", temperature=1.0, max_new=3)
+    cache = ResultCache()
+    checkpoint_data(models, vocab.encode, vocab.decode, seed=1, cache=cache, **args)
+    with pytest.raises(ValueError, match="seed must be an int"):
+        checkpoint_data(models, vocab.encode, vocab.decode, seed=True, cache=cache, **args)
+
+
+@pytest.mark.parametrize("temperature,seed", [(0.0, 0), (1.0, 4), (1.6, 9)])
+def test_key_value_cache_gives_the_same_samples(setup, temperature, seed):
+    models, vocab = setup
+    ids, stop = vocab.encode(PROMPTS[1]), vocab.encode("\n")
+    for name in ("base", "DPO"):
+        got = [sample_answers(models[name], ids, 3, temperature, seed, max_new=5, stop_ids=stop, use_cache=c)
+               for c in (True, False)]
+        assert got[0] == got[1]
+    long_prompt = vocab.encode("Who says: " + "a" * 30 + "?\n")  # past the context: the uncached loop crops it
+    assert (sample_answers(models["SFT"], long_prompt, 2, 1.0, 1, max_new=4)
+            == sample_answers(models["SFT"], long_prompt, 2, 1.0, 1, max_new=4, use_cache=False))

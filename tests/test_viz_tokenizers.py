@@ -9,6 +9,7 @@ from llmbook.viz.tokenizers import (
     TokenRow,
     compare,
     compare_explorer,
+    compare_spec,
     comparison_figure,
     comparison_html,
     render_compare,
@@ -57,11 +58,52 @@ def test_bad_input():
 
 def test_explorer_shows_error_inline():
     ex = compare_explorer(TOY)
-    assert ex.last_error is None and len(ex.view.children) == 2
+    assert ex.last_error is None and ex.view.children == (ex.front,)
+    before = ex.front.spec
     ex.controls["text"].value = ""
-    assert "empty" in ex.error.value
+    assert "empty" in ex.error.value and ex.front.stale and ex.front.spec == before
     ex.controls["examples"].value = list(EXAMPLES)[0]
-    assert ex.last_error is None
+    assert ex.last_error is None and not ex.front.stale
+    assert ex.front.spec["title"].startswith(f"example \u201c{list(EXAMPLES)[0]}\u201d")
+
+
+def test_spec_matches_table_and_figure():
+    spec = compare_spec("ignored", "Chinese: the shop", TOY)
+    text = EXAMPLES["Chinese: the shop"]
+    rows = compare(text, TOY)
+    assert spec["kind"] == "panels" and spec["title"] == f"example \u201cChinese: the shop\u201d: {len(text)} characters through every tokenizer"
+    table, bars = spec["panels"]
+    assert table["n_chars"] == len(text)
+    assert [(r["name"], r["tokens"]) for r in table["rows"]] == [(r.name, r.tokens) for r in rows]
+    fig = comparison_figure(rows, len(text))
+    ax = fig.axes[0]
+    assert bars["title"] == ax.get_title() and bars["xlabel"] == ax.get_xlabel()
+    # matplotlib draws the first tokenizer at the top (reversed y); the browser lists it first
+    assert bars["labels"] == [t.get_text() for t in ax.get_yticklabels()][::-1]
+    assert bars["values"] == pytest.approx([p.get_width() for p in ax.patches][::-1])
+    own = compare_spec("to be or", YOUR_TEXT, TOY)
+    assert own["title"].startswith("your text: 8 characters") and own["panels"][1]["values"] == pytest.approx([3 / 8, 1.0, 0.5])
+
+
+def test_spec_tokenizes_each_text_once():
+    calls = []
+    counting = {"whitespace": lambda t: (calls.append(t), t.split())[1], "characters": list}
+    ex = compare_explorer(counting, text="to be")
+    ex.controls["text"].value = "or not"
+    ex.controls["text"].value = "to be"  # seen before: served from the cache
+    ex.controls["examples"].value = "English: the mouse"
+    ex.controls["examples"].value = YOUR_TEXT
+    assert calls == ["to be", "or not", EXAMPLES["English: the mouse"]]
+    assert ex.front.spec["panels"][0]["rows"][0]["tokens"] == ["to", "be"]
+
+
+def test_spec_bad_input_names_the_parameter():
+    with pytest.raises(ValueError, match="text is empty"):
+        compare_spec(" ", YOUR_TEXT, TOY)
+    with pytest.raises(ValueError, match="examples="):
+        compare_spec("x", "Klingon", TOY)
+    with pytest.raises(TypeError, match="text must be a str"):
+        compare_spec(None, YOUR_TEXT, TOY)
 
 
 def test_build_tokenizers_small():

@@ -1,4 +1,8 @@
-"""The chapter-6 sampling explorer in a real browser: each control re-draws the view."""
+"""The chapter-6 sampling explorer in a real browser: each control re-draws the view.
+
+The view is drawn in the browser (SVG bars + the continuation as text) from the data
+Python sends, so each step compares the picture's markup and reads its title.
+"""
 
 import pytest
 
@@ -7,27 +11,31 @@ pytestmark = pytest.mark.browser
 
 def test_ch06_sampling_explorer(lab):
     lab.open("tests/browser/fixtures/ch06_sampling.ipynb")
-    start = lab.view_png()
+    start = lab.view_svg()
+    assert "temperature 1.00, top_k off, top_p off, seed 0" in start
+    assert start.count("<rect") >= 20 and "#bbbbbb" not in start  # no filter: every bar kept (blue)
     lab.move_slider("temperature", -10)  # 1.0 -> 0.5: sharper bars, another continuation
-    cooler = lab.view_png()
-    assert cooler != start
+    cooler = lab.wait_view_change(start)
+    assert "temperature 0.50" in cooler
     lab.move_slider("top_k", 5)  # keep 5 characters: the rest turn grey
-    topk = lab.view_png()
-    assert topk != cooler
+    topk = lab.wait_view_change(cooler)
+    assert "top_k 5" in topk and "5 of 81 tokens kept" in topk and "#bbbbbb" in topk
     lab.move_slider("top_p", -8)  # 1.0 -> 0.6
-    topp = lab.view_png()
-    assert topp != topk
+    topp = lab.wait_view_change(topk)
+    assert "top_p 0.60" in topp
     lab.set_text("seed", "7")
-    reseeded = lab.view_png()
-    assert reseeded != topp
+    reseeded = lab.wait_view_change(topp)
+    assert "seed 7" in reseeded
     # The prompt box is a text area: the line break reaches the model and the view.
     box = lab.page.locator(".llmbook-ctl-prompt textarea").first
     assert box.input_value() == "ROMEO:\nWhat "
     lab.set_text("prompt", "JULIET:\nO ")
-    assert lab.view_png() != reseeded
-    assert "JULIET:\nO" in lab.page.locator(".llmbook-view").first.inner_text()
+    juliet = lab.wait_view_change(reseeded)
+    assert "JULIET:\nO" in lab.page.locator(".llmbook-view .llmbook-panel-text").first.inner_text()
     lab.save_screenshot("ch06_sampling_explorer")
     lab.set_text("prompt", "")
     assert "empty" in lab.error_text()
+    assert lab.view_svg() == juliet  # the last picture stays, greyed out
+    assert lab.page.locator(".llmbook-front-stale").first.is_visible()
     lab.set_text("prompt", "日本")
     assert "outside the vocabulary" in lab.error_text()

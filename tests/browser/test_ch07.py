@@ -1,22 +1,31 @@
-"""The chapter-7 masked-word explorer in a real browser: typing, picking a word, top-k, inline errors."""
+"""The chapter-7 masked-word explorer in a real browser: typing, picking a word, top-k, inline errors.
+
+The picture is drawn in the browser (``bar_grid`` view): the sentence and the word go to the
+kernel, which sends the model's top pieces; the top-k slider is a browser control.
+"""
 
 import pytest
 
 pytestmark = pytest.mark.browser
 
 
+def bars(svg: str) -> int:
+    return svg.count("<rect")
+
+
 def test_ch07_masked_word_explorer(lab):
     lab.open("tests/browser/fixtures/ch07_masked_word.ipynb")
-    start = lab.view_png()
-    lab.move_slider("top_k", -3)  # fewer bars
-    fewer = lab.view_png()
-    assert fewer != start
-    lab.select("word", "1: be")  # mask another word
-    other = lab.view_png()
-    assert other != fewer
+    start = lab.view_svg()
+    assert bars(start) == 8 and "[MASK] at position" in start  # top_k=8 by default
+    lab.front_slider("top_k", 5)  # fewer bars, drawn without the kernel
+    fewer = lab.view_svg()
+    assert fewer != start and bars(fewer) == 5
+    lab.select("word", "1: be")  # mask another word: the kernel sends new predictions
+    other = lab.wait_view_change(fewer)
+    assert bars(other) == 5 and "to [MASK] or not" in other
     lab.set_text("sentence", "the king is [MASK] .")
-    typed = lab.view_png()
-    assert typed != other
+    typed = lab.wait_view_change(other)
+    assert "the king is [MASK] ." in typed
     assert lab.error_text().strip() == ""
     lab.save_screenshot("ch07_masked_word")
     # A new sentence without [MASK]: its first content word is masked at once, so the
@@ -25,10 +34,16 @@ def test_ch07_masked_word_explorer(lab):
     assert lab.error_text().strip() == ""
     word = lab.page.locator(".llmbook-ctl-word select").first
     assert word.evaluate("s => s.options[s.selectedIndex].text").replace("\xa0", " ") == "1: queen"
-    fresh = lab.view_png()
-    assert fresh != typed
+    fresh = lab.wait_view_change(typed)
+    assert "the [MASK] is dead ." in fresh
+    lab.front_slider("top_k", 12)
+    more = lab.view_svg()
+    assert bars(more) == 12 and more != fresh
     lab.save_screenshot("ch07_new_sentence")
     lab.set_text("sentence", ". , !")  # no word to mask
-    assert "[MASK]" in lab.error_text()
+    assert "[MASK]" in lab.error_text() and lab.view_is_stale()
     lab.set_text("sentence", "")
     assert "empty" in lab.error_text()
+    lab.set_text("sentence", "to be or [MASK] to be")  # fixed: the picture is drawn again, not greyed
+    assert lab.error_text().strip() == "" and not lab.view_is_stale()
+    assert "to be or [MASK] to be" in lab.view_svg()

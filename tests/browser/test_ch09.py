@@ -1,43 +1,50 @@
-"""The chapter-9 checkpoint comparer in a real browser: the checkpoint selector re-draws the view."""
+"""The chapter-9 checkpoint comparer in a real browser: every control re-draws the picture.
 
-import time
+The picture is drawn in the browser (``bar_grid`` view) from the numbers the kernel sends:
+the checkpoints' next-token bars, their whole-answer bars and a table of sampled answers.
+"""
+
+import re
 
 import pytest
 
 pytestmark = pytest.mark.browser
 
 
-def changed_view(lab, old, timeout_s=60):
-    """The view's image data once it differs from ``old`` (a re-render on a busy machine can
-    outlast the harness's idle wait); fails after ``timeout_s``."""
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        now = lab.view_src()
-        if now != old:
-            return now
-        lab.page.wait_for_timeout(500)
-    raise AssertionError(f"the view did not change within {timeout_s} s")
+def caption(svg: str) -> str:
+    m = re.search(r"sampled answers \(([^)]*)\)", svg)
+    return m.group(1) if m else ""
 
 
 def test_ch09_checkpoint_explorer(lab):
     lab.open("tests/browser/fixtures/ch09_checkpoints.ipynb")
-    start = lab.view_src()
+    start = lab.view_svg()
+    assert "SFT compared with base" in start and "SFT: next token after the prompt" in start
+    assert "base: whole answers" in start and caption(start) == "temperature 1, seed 0"
     lab.click_option("checkpoint", "DPO")           # SFT -> DPO: other bars, other answers
-    dpo = changed_view(lab, start)
+    dpo = lab.wait_view_change(start)
+    assert "DPO compared with base" in dpo and "DPO: whole answers" in dpo
     lab.click_option("checkpoint", "LoRA")
-    lora = changed_view(lab, dpo)
+    lora = lab.wait_view_change(dpo)
+    assert "LoRA compared with base" in lora
     lab.click_option("against", "SFT")              # the right-hand column follows its own selector
-    against = changed_view(lab, lora)
+    against = lab.wait_view_change(lora)
+    assert "LoRA compared with SFT" in against and "SFT: whole answers" in against
     lab.select("prompt", "Who says: Et tu, Brute?")
-    changed_view(lab, against)
+    prompt = lab.wait_view_change(against)
+    assert "Et tu, Brute?" in prompt
+    lab.move_slider("temperature", 3)               # 1.0 -> 1.3: new samples, same distributions
+    warmer = lab.wait_view_change(prompt)
+    assert caption(warmer) == "temperature 1.3, seed 0"
+    lab.set_text("seed", "5")
+    seeded = lab.wait_view_change(warmer)
+    assert caption(seeded) == "temperature 1.3, seed 5"
     lab.save_screenshot("ch09_checkpoint_explorer")
+    lab.set_text("custom", "Who says: Put out the light?\n")
+    custom = lab.wait_view_change(seeded)
+    assert "Put out the light?" in custom
     lab.set_text("custom", "日本")                   # bad input: shown inline, the kernel survives
-    deadline = time.time() + 60
-    while "outside the vocabulary" not in lab.error_text() and time.time() < deadline:
-        lab.page.wait_for_timeout(500)
-    assert "outside the vocabulary" in lab.error_text()
+    assert "outside the vocabulary" in lab.error_text() and lab.view_is_stale()
     lab.set_text("custom", "")
-    deadline = time.time() + 60
-    while lab.error_text().strip() and time.time() < deadline:
-        lab.page.wait_for_timeout(500)
-    assert lab.error_text().strip() == ""
+    assert lab.error_text().strip() == "" and not lab.view_is_stale()
+    assert "Et tu, Brute?" in lab.view_svg()

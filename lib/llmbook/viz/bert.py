@@ -11,7 +11,11 @@
 - ``masked_word_explorer(predict, sentence)``: a text box for the sentence and a
   dropdown that masks one of its words; ``predict(text) -> (tokens, predictions)`` is
   ``functools.partial(llmbook.bert.predict_masked, model, tokenizer)``. A sentence longer
-  than the model's positions is cut by ``predict``; the picture says so.
+  than the model's positions is cut by ``predict``; the picture says so. The picture is
+  drawn in the browser (``llmbook.viz.frontend``, view ``bar_grid``) from
+  ``masked_word_data`` (one ``predict`` per masked sentence, its top ``TOP_K_MAX`` pieces,
+  kept in a small cache) packed by ``masked_word_spec``; the top-k slider is a browser
+  control that shows the first k of them, so moving it never waits for the kernel.
 
 The explorer is meant for the small BERT pre-trained in the chapter: all-MiniLM-L6-v2
 was trained for sentence embeddings and ships without a masked-LM head.
@@ -27,13 +31,15 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from .frontend import FrontControl, FrontView, ResultCache, bar_grid_spec, bar_panel
 from .style import PALETTE
 from .widget import Explorer
 
 __all__ = ["masked_word_figure", "embedding_sum_figure", "mask_word", "word_choices", "default_word",
-           "masked_word_explorer", "NO_WORD"]
+           "masked_word_data", "masked_word_spec", "masked_word_explorer", "NO_WORD", "TOP_K_MAX"]
 
 NO_WORD = "(none: I typed [MASK])"
+TOP_K_MAX = 15  # the top-k slider's largest value: predict is asked once for this many pieces
 PUNCTUATION = ".,;:!?'\"()"
 # Words too common to be an interesting guess: a new sentence masks its first other word.
 FUNCTION_WORDS = frozenset(
@@ -167,6 +173,48 @@ def embedding_sum_figure(word, segment, position, tokens: Sequence[str], max_fea
     return fig
 
 
+def _check_top_k(top_k) -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= TOP_K_MAX:
+        raise ValueError(f"top_k must be an int from 1 to {TOP_K_MAX}, got {reprlib.repr(top_k)}")
+    return top_k
+
+
+def masked_word_data(predict: Callable[..., tuple], sentence: str, word: str, cache: Optional[ResultCache] = None) -> dict:
+    """The masked sentence and the model's top ``TOP_K_MAX`` pieces at each [MASK].
+
+    Returns ``{"text", "tokens", "predictions", "title"}`` (``predictions`` as from
+    ``predict_masked``, largest first). ``predict`` runs once per masked text; with a
+    ``cache`` a text seen before is not run again. Raises ValueError for an empty sentence,
+    a sentence without [MASK] (from ``predict``) or a [MASK] past the positions the model reads.
+    """
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+    if not sentence.strip():
+        raise ValueError("the sentence is empty: type a sentence with [MASK] in it")
+    text = mask_word(sentence, word)
+    cache = cache if cache is not None else ResultCache()
+    tokens, preds = cache.get(text, lambda: predict(text, top_k=TOP_K_MAX))
+    # predict keeps the first max_position pieces: a cut input no longer ends with [SEP]
+    cut = bool(tokens) and tokens[-1] != "[SEP]"
+    if cut and not preds and "[MASK]" in text:
+        raise ValueError(f"the [MASK] is past the first {len(tokens)} tokens, all this model reads: "
+                         "mask an earlier word or shorten the sentence")
+    head = _clip(text, 90 if cut else 110)
+    title = f"{head}  (cut: the model reads the first {len(tokens)} tokens)" if cut else head
+    return {"text": text, "tokens": list(tokens), "predictions": preds, "title": title}
+
+
+def masked_word_spec(data: dict) -> dict:
+    """The browser view of ``masked_word_data``: one horizontal bar chart per [MASK], its
+    pieces largest first, cut to the first k by the browser's top-k slider."""
+    if not data["predictions"]:
+        raise ValueError("predictions is empty: the input has no [MASK]")
+    panels = [bar_panel([c for c, _ in cands], [p for _, p in cands], f"[MASK] at position {pos}", "h", 0,
+                        xlabel="probability", annotate=True) for pos, cands in data["predictions"]]
+    return bar_grid_spec(panels, title=_clip(data["title"], 160), columns=min(3, len(panels)),
+                         top_k={"name": "top_k", "label": "top k", "min": 1, "max": TOP_K_MAX})
+
+
 def masked_word_explorer(
     predict: Callable[[str], tuple],
     sentence: str = "to be or not to be, that is the question.",
@@ -180,38 +228,38 @@ def masked_word_explorer(
     ``llmbook.bert.predict_masked`` does. ``word`` (a ``word_choices`` label) defaults to
     ``default_word(sentence)``; a newly typed sentence also starts with its first content
     word masked, so it shows a prediction at once. Errors (an empty sentence, a [MASK]
-    past the positions the model reads) are shown inline by the Explorer.
+    past the positions the model reads) are shown inline by the Explorer. ``top_k`` (1 to
+    ``TOP_K_MAX``) is drawn in the browser: predict runs once per masked sentence, for
+    ``TOP_K_MAX`` pieces, and ``explorer.cache`` keeps the answers.
     """
     if not callable(predict):
         raise TypeError("predict must be callable: predict(text, top_k=k) -> (tokens, predictions)")
     if not isinstance(sentence, str):
         raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+    _check_top_k(top_k)
     choices = word_choices(sentence)
     if word is None:
         word = default_word(sentence)
     if word not in choices:
         shown = choices if len(choices) <= 8 else choices[:8] + ["..."]
         raise ValueError(f"word must be one of {shown}, got {reprlib.repr(word)}")
+    cache = ResultCache(size=64)
 
     def render(sentence: str, word: str, top_k: int) -> Figure:
-        if not sentence.strip():
-            raise ValueError("the sentence is empty: type a sentence with [MASK] in it")
-        text = mask_word(sentence, word)
-        tokens, preds = predict(text, top_k=int(top_k))
-        # predict keeps the first max_position pieces: a cut input no longer ends with [SEP]
-        cut = bool(tokens) and tokens[-1] != "[SEP]"
-        if cut and not preds and "[MASK]" in text:
-            raise ValueError(f"the [MASK] is past the first {len(tokens)} tokens, all this model reads: "
-                             "mask an earlier word or shorten the sentence")
-        head = _clip(text, 90 if cut else 110)
-        return masked_word_figure(tokens, preds, title=f"{head}  (cut: the model reads the first {len(tokens)} tokens)"
-                                  if cut else head)
+        data = masked_word_data(predict, sentence, word, cache)
+        k = _check_top_k(top_k)
+        preds = [(pos, cands[:k]) for pos, cands in data["predictions"]]
+        return masked_word_figure(data["tokens"], preds, title=data["title"])
+
+    def spec(sentence: str, word: str) -> dict:
+        return masked_word_spec(masked_word_data(predict, sentence, word, cache))
 
     controls = {
         "sentence": widgets.Text(value=sentence, description="sentence", continuous_update=False, layout=widgets.Layout(width="90%")),
         "word": widgets.Dropdown(options=choices, value=word, description="mask word"),
-        "top_k": widgets.IntSlider(value=top_k, min=1, max=15, description="top k", continuous_update=False),
     }
+    front = FrontView(step=top_k)
+    front_controls = {"top_k": FrontControl(front, "step", "top_k", check=_check_top_k)}
     holder: dict = {}
 
     def update_words(change) -> None:
@@ -230,5 +278,6 @@ def masked_word_explorer(
                 control.observe(on_change, names="value")
 
     controls["sentence"].observe(update_words, names="value")
-    holder["explorer"] = Explorer(render, controls, title=title)
+    holder["explorer"] = Explorer(render, controls, title=title, front=front, spec=spec, front_controls=front_controls)
+    holder["explorer"].cache = cache
     return holder["explorer"]

@@ -3,7 +3,8 @@
 ``next_char_bar`` draws a distribution given as data (characters and probabilities);
 ``render_next_char`` asks a fitted :class:`~llmbook.ngram.CharNGramLM` for the
 distribution after a prompt and draws it; ``next_char_explorer`` wires that to a text
-box and a temperature slider. Invisible characters are drawn visibly: a space as
+box and a temperature slider, drawn in the browser from ``next_char_spec`` (the same bars
+as data; ``render_next_char`` stays the static picture). Invisible characters are drawn visibly: a space as
 ``␣``, a newline as ``↵``, a tab as ``⇥``.
 """
 
@@ -19,10 +20,13 @@ import torch
 from matplotlib.figure import Figure
 
 from ..ngram import CharNGramLM
+from .frontend import FrontView, round_sig
 from .style import PALETTE
 from .widget import Explorer
 
-__all__ = ["visible_char", "next_char_bar", "render_next_char", "next_char_explorer"]
+__all__ = ["visible_char", "next_char_bar", "render_next_char", "next_char_spec", "next_char_explorer"]
+
+XLABEL = "next character (␣ = space, ↵ = newline)"
 
 _VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥"}
 
@@ -47,18 +51,15 @@ def next_char_bar(chars: Sequence[str], probs: Sequence[float] | torch.Tensor, t
         raise ValueError("chars is empty: nothing to draw")
     if not isinstance(top, int) or isinstance(top, bool) or top < 1:
         raise ValueError(f"top must be an int >= 1, got {reprlib.repr(top)}")
-    k = min(top, probs.numel())
-    values, idx = torch.topk(probs, k)  # sorted, most likely first
-    labels = [visible_char(chars[i]) for i in idx.tolist()]
+    labels, values, note = _top(chars, probs, top)
+    k = len(labels)
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     ax.bar(range(k), values.tolist(), color=PALETTE[0])
     ax.set_xticks(range(k), labels, fontsize=12)
-    ax.set_xlabel("next character (␣ = space, ↵ = newline)")
+    ax.set_xlabel(XLABEL)
     ax.set_ylabel("probability")
     ax.set_ylim(0, max(0.05, float(values[0]) * 1.15))
-    shown = float(values.sum())
     ax.set_title(title, loc="left")
-    note = f"top {k} of {probs.numel()} characters hold {shown:.0%} of the mass"
     ax.text(0.99, 0.95, note, transform=ax.transAxes, ha="right", va="top", fontsize=9, color="0.35")
     return fig
 
@@ -76,6 +77,10 @@ def render_next_char(model: CharNGramLM, prompt: str, temperature: float = 1.0, 
     if not prompt:
         raise ValueError("the prompt is empty: type at least one character for the model to continue")
     chars, probs = model.prob_next(prompt, temperature=temperature)
+    return next_char_bar(chars, probs, title=_title(model, prompt, temperature), top=top)
+
+
+def _title(model: CharNGramLM, prompt: str, temperature: float) -> str:
     history = prompt[-(model.order - 1) :] if model.order > 1 else ""
     shown = ("…" if len(prompt) > 30 else "") + visible_char(prompt[-30:])
     temp = "" if math.isclose(temperature, 1.0) else f", T = {temperature:g}"
@@ -83,8 +88,38 @@ def render_next_char(model: CharNGramLM, prompt: str, temperature: float = 1.0, 
         context = f"order-{model.order} model: only \u201c{visible_char(history)}\u201d matters"
     else:
         context = "order-1 (unigram) model: the prompt does not matter"
-    title = f"p(next | \u201c{shown}\u201d){temp}\n{context}"
-    return next_char_bar(chars, probs, title=title, top=top)
+    return f"p(next | \u201c{shown}\u201d){temp}\n{context}"
+
+
+def _top(chars: Sequence[str], probs: torch.Tensor, top: int) -> tuple[list[str], torch.Tensor, str]:
+    """The ``top`` most likely characters (visible labels) and their probabilities, and the mass note."""
+    k = min(top, probs.numel())
+    values, idx = torch.topk(probs, k)  # sorted, most likely first
+    labels = [visible_char(chars[i]) for i in idx.tolist()]
+    note = f"top {k} of {probs.numel()} characters hold {float(values.sum()):.0%} of the mass"
+    return labels, values, note
+
+
+def next_char_spec(model: CharNGramLM, prompt: str, temperature: float = 1.0, top: int = 20) -> dict:
+    """The browser view's data: the bars ``render_next_char`` draws (a ``panels`` view).
+
+    Same checks and errors as ``render_next_char``.
+    """
+    if not isinstance(model, CharNGramLM):
+        raise TypeError(f"model must be a CharNGramLM, got {type(model).__name__}")
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+    if not prompt:
+        raise ValueError("the prompt is empty: type at least one character for the model to continue")
+    if not isinstance(top, int) or isinstance(top, bool) or top < 1:
+        raise ValueError(f"top must be an int >= 1, got {reprlib.repr(top)}")
+    chars, probs = model.prob_next(prompt, temperature=temperature)
+    labels, values, note = _top(chars, torch.as_tensor(probs, dtype=torch.float64).flatten(), top)
+    return {"kind": "panels", "panels": [{
+        "type": "bars", "title": _title(model, prompt, temperature), "title_left": True, "labels": labels,
+        "values": round_sig(values), "colors": [PALETTE[0]] * len(labels), "ymax": max(0.05, float(values[0]) * 1.15),
+        "xlabel": XLABEL, "ylabel": "probability", "note": note, "label_size": 12,
+    }]}
 
 
 def next_char_explorer(model: CharNGramLM, prompt: str = "ROMEO:\nO", temperature: float = 1.0) -> Explorer:
@@ -114,4 +149,7 @@ def next_char_explorer(model: CharNGramLM, prompt: str = "ROMEO:\nO", temperatur
     def render(prompt: str, temperature: float) -> Figure:
         return render_next_char(model, prompt, temperature)
 
-    return Explorer(render, controls, title="Next-character distribution")
+    def spec(prompt: str, temperature: float) -> dict:
+        return next_char_spec(model, prompt, temperature)
+
+    return Explorer(render, controls, title="Next-character distribution", front=FrontView(), spec=spec)

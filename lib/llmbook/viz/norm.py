@@ -11,7 +11,10 @@ for that one example,
   with the output it gets from a very large batch (the reference).
 
 ``norm_figure(...)`` draws three panels from those numbers and ``norm_explorer()`` wraps
-it with sliders ``batch_size``, ``padded_length`` and ``seed`` (which batch mates).
+it with sliders ``batch_size``, ``padded_length`` and ``seed`` (which batch mates). The
+explorer draws in the browser: ``norm_spec(...)`` sends the same three panels as data (the
+reference batch and the data distribution are computed once per seed, so a move costs
+milliseconds); ``norm_figure`` stays the static picture.
 
 >>> s = norm_stats(batch_size=4, padded_length=8, seed=0, length=8, d_model=6)
 >>> s["ln_change"] < 1e-6 < s["bn_change"]
@@ -20,6 +23,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import reprlib
 from dataclasses import dataclass
 
@@ -29,11 +33,14 @@ import torch
 from matplotlib.figure import Figure
 
 from ..layers import LayerNorm
+from .frontend import FrontView, round_sig
+from .style import PALETTE
 from .widget import Explorer
 
-__all__ = ["NormData", "norm_stats", "norm_figure", "norm_explorer"]
+__all__ = ["NormData", "norm_stats", "norm_figure", "norm_spec", "norm_explorer"]
 
 REFERENCE_BATCH = 2048
+LIM = 4.0  # the output panels show [-LIM, LIM] on both axes
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,26 @@ def _batchnorm(x: torch.Tensor, eps: float = 1e-5) -> tuple[torch.Tensor, torch.
     return (x - mean) / torch.sqrt(var + eps), mean, torch.sqrt(var)
 
 
+@functools.lru_cache(maxsize=8)
+def _data(length: int, d_model: int) -> NormData:
+    return NormData.make(length, d_model)
+
+
+@functools.lru_cache(maxsize=8)
+def _layernorm(d_model: int) -> LayerNorm:
+    return LayerNorm(d_model).double()
+
+
+@functools.lru_cache(maxsize=64)
+def _reference(length: int, d_model: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """x0's BatchNorm and LayerNorm outputs in a batch of REFERENCE_BATCH (computed once per seed)."""
+    ref = _data(length, d_model).batch(REFERENCE_BATCH, length, seed=10_000 + seed)
+    bn_ref, _, _ = _batchnorm(ref)
+    with torch.no_grad():
+        ln_ref = _layernorm(d_model)(ref[:1])[0, :length]
+    return bn_ref[0, :length], ln_ref
+
+
 def norm_stats(batch_size: int = 8, padded_length: int = 8, seed: int = 0, length: int = 8, d_model: int = 12) -> dict:
     """Follow one example through BatchNorm and LayerNorm in a given batch; see the module doc."""
     length = _check_int("length", length, 1)
@@ -89,24 +116,26 @@ def norm_stats(batch_size: int = 8, padded_length: int = 8, seed: int = 0, lengt
         raise ValueError(f"padded_length must be at least the sentence length {length}, got {padded_length}")
     if batch_size * padded_length < 2:
         raise ValueError("BatchNorm needs at least two values per feature: raise batch_size or padded_length")
-    data = NormData.make(length, d_model)
+    data = _data(length, d_model)
     x = data.batch(batch_size, padded_length, seed)
-    ref = data.batch(REFERENCE_BATCH, length, seed=10_000 + seed)
+    bn_ref, ln_ref = (t.clone() for t in _reference(length, d_model, seed))  # the cached ones stay untouched
     bn, bn_mean, bn_std = _batchnorm(x)
-    bn_ref, _, _ = _batchnorm(ref)
-    ln = LayerNorm(d_model).double()
     with torch.no_grad():
-        ln_out = ln(x)[0, :length]
-        ln_ref = ln(ref)[0, :length]
+        ln_out = _layernorm(d_model)(x[:1])[0, :length]  # LayerNorm sees one example at a time
     bn_out = bn[0, :length]
     return {
         "data": data,
         "bn_mean": bn_mean, "bn_std": bn_std,
-        "bn_out": bn_out, "bn_ref": bn_ref[0, :length],
+        "bn_out": bn_out, "bn_ref": bn_ref,
         "ln_out": ln_out, "ln_ref": ln_ref,
-        "bn_change": float((bn_out - bn_ref[0, :length]).abs().max()),
+        "bn_change": float((bn_out - bn_ref).abs().max()),
         "ln_change": float((ln_out - ln_ref).abs().max()),
     }
+
+
+def _suptitle(batch_size: int, padded_length: int, seed: int, length: int) -> str:
+    pad = f", padded from {length} to {padded_length}" if padded_length > length else ""
+    return f"The same sentence x0 in a batch of {batch_size}{pad} (seed {seed}); points on the diagonal = unchanged"
 
 
 def norm_figure(batch_size: int = 8, padded_length: int = 8, seed: int = 0, length: int = 8, d_model: int = 12) -> Figure:
@@ -120,7 +149,7 @@ def norm_figure(batch_size: int = 8, padded_length: int = 8, seed: int = 0, leng
     ax.errorbar(feats + 0.12, s["bn_mean"], yerr=s["bn_std"], fmt="o", color="C0", label="this batch's estimate")
     ax.set(title="BatchNorm statistics per feature", xlabel="feature j", ylabel="value")
     ax.legend(fontsize=8)
-    lim = 4.0
+    lim = LIM
     for ax, out, ref, name, change, colour in [
         (axes[1], s["bn_out"], s["bn_ref"], "BatchNorm", s["bn_change"], "C0"),
         (axes[2], s["ln_out"], s["ln_ref"], "LayerNorm", s["ln_change"], "C1"),
@@ -130,18 +159,48 @@ def norm_figure(batch_size: int = 8, padded_length: int = 8, seed: int = 0, leng
         ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal",
                title=f"{name}: max change {change:.3f}",
                xlabel=f"output for x0 in a batch of {REFERENCE_BATCH}", ylabel="output for x0 in this batch")
-    pad = f", padded from {data.length} to {padded_length}" if padded_length > data.length else ""
-    fig.suptitle(f"The same sentence x0 in a batch of {batch_size}{pad} (seed {seed}); points on the diagonal = unchanged")
+    fig.suptitle(_suptitle(batch_size, padded_length, seed, data.length))
     return fig
 
 
+def norm_spec(batch_size: int = 8, padded_length: int = 8, seed: int = 0, length: int = 8, d_model: int = 12) -> dict:
+    """The browser view's data: the same three panels as ``norm_figure`` (a ``panels`` view)."""
+    s = norm_stats(batch_size, padded_length, seed, length, d_model)
+    data = s["data"]
+    feats = torch.arange(data.d_model, dtype=torch.float64)
+    lows = torch.cat([data.mu - data.sd, s["bn_mean"] - s["bn_std"]])
+    highs = torch.cat([data.mu + data.sd, s["bn_mean"] + s["bn_std"]])
+    pad = 0.06 * float(highs.max() - lows.min())
+    stats = {
+        "type": "points", "title": "BatchNorm statistics per feature", "xlabel": "feature j", "ylabel": "value",
+        "xlim": [-0.6, data.d_model - 0.4], "ylim": [float(lows.min()) - pad, float(highs.max()) + pad], "nx": 7,
+        "width": 240, "height": 220, "legend": True,
+        "series": [
+            {"label": "population mean ± sd", "color": "#808080", "x": round_sig(feats - 0.12), "y": round_sig(data.mu),
+             "yerr": round_sig(data.sd)},
+            {"label": "this batch's estimate", "color": PALETTE[0], "x": round_sig(feats + 0.12), "y": round_sig(s["bn_mean"]),
+             "yerr": round_sig(s["bn_std"])},
+        ],
+    }
+    panels = [stats]
+    for key, name, colour in [("bn", "BatchNorm", PALETTE[0]), ("ln", "LayerNorm", PALETTE[1])]:
+        panels.append({
+            "type": "points", "title": f"{name}: max change {s[key + '_change']:.3f}", "diagonal": True,
+            "xlim": [-LIM, LIM], "ylim": [-LIM, LIM], "width": 220, "height": 220,
+            "xlabel": f"output for x0 in a batch of {REFERENCE_BATCH}", "ylabel": "output for x0 in this batch",
+            "series": [{"label": name, "color": colour, "x": round_sig(s[key + "_ref"].flatten()),
+                        "y": round_sig(s[key + "_out"].flatten()), "r": 2.2}],
+        })
+    return {"kind": "panels", "title": _suptitle(batch_size, padded_length, seed, data.length), "panels": panels}
+
+
 def norm_explorer(batch_size: int = 8, padded_length: int = 8, seed: int = 0) -> Explorer:
-    """Explorer over ``norm_figure``: sliders batch_size, padded_length, seed."""
-    norm_figure(batch_size, padded_length, seed)  # fail early on a bad default
-    plt.close("all")
+    """Explorer over ``norm_spec`` (browser) and ``norm_figure`` (static): sliders batch_size, padded_length, seed."""
+    norm_stats(batch_size, padded_length, seed)  # fail early on a bad default
     controls = {
         "batch_size": widgets.IntSlider(value=batch_size, min=1, max=64, description="batch_size", continuous_update=False),
         "padded_length": widgets.IntSlider(value=padded_length, min=8, max=40, description="padded_length", continuous_update=False),
         "seed": widgets.BoundedIntText(value=seed, min=-1, max=10_000, description="seed"),
     }
-    return Explorer(norm_figure, controls, title="BatchNorm vs LayerNorm: one sentence in different batches")
+    return Explorer(norm_figure, controls, title="BatchNorm vs LayerNorm: one sentence in different batches",
+                    front=FrontView(), spec=norm_spec)

@@ -5,7 +5,14 @@ Chapter 9 makes several models from one base model (supervised fine-tuning, LoRA
 it is compared ``against``): the next-token distribution after the prompt, the probability
 of each whole candidate answer (normalised over the candidates; optional), and answers
 sampled from each with the same seed. ``checkpoint_explorer`` wires a prompt menu, a free
-prompt box, the two checkpoint selectors, a temperature slider and a seed to it.
+prompt box, the two checkpoint selectors, a temperature slider and a seed to it, and draws
+in the browser (``llmbook.viz.frontend``, view ``bar_grid``): ``checkpoint_data`` computes
+the numbers once, ``checkpoint_spec`` packs them, ``checkpoint_render`` draws the same with
+matplotlib (the static picture). The explorer keeps what it computed in a small cache: the
+next-token and whole-answer distributions per (prompt, checkpoint), the samples per (prompt,
+checkpoint, temperature, seed), so a temperature or seed change runs only the sampling, and
+switching back to a checkpoint runs nothing. The models are taken as fixed once the explorer
+is built (train one further and build a new explorer).
 
 The pure helpers take data: ``comparison_figure(probs, labels, names, answer_probs,
 answers)`` draws probability vectors, never models. A model here is any causal LM whose
@@ -15,8 +22,9 @@ and Llama both qualify); a ``config.block_size`` crops the context.
 
 from __future__ import annotations
 
-import reprlib
 import html
+import inspect
+import reprlib
 from collections.abc import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
@@ -25,14 +33,18 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from ..kv_cache import KVCache
 from ..post_training import pad_batch, sequence_logprobs, sft_example
 from ..sampling import sample_next
+from .frontend import FrontView, ResultCache, bar_grid_spec, bar_panel
 from .sampling import token_label
 from .style import PALETTE
 from .widget import Explorer
 
-__all__ = ["next_token_probs", "answer_probs", "sample_answers", "comparison_figure", "checkpoint_render",
-           "checkpoint_explorer"]
+__all__ = ["next_token_probs", "answer_probs", "sample_answers", "comparison_figure", "checkpoint_data",
+           "checkpoint_spec", "checkpoint_render", "checkpoint_explorer"]
+
+TOP_N = 10  # next tokens shown per checkpoint
 
 
 def _logits(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -74,10 +86,37 @@ def answer_probs(model: torch.nn.Module, prompt_ids: Sequence[int], candidate_id
     return torch.softmax(sequence_logprobs(_logits(model, x), y), dim=0)
 
 
+def _cached_step(model: torch.nn.Module, prompt_len: int, rows: int, max_new: int):
+    """``step(ids) -> logits (rows, V)`` of the last position, keeping keys and values in a
+    ``KVCache`` so each new token costs one position; None when the model cannot take one
+    (no ``kv_cache`` argument, no n_layer/n_head/head_dim) or the answer would outgrow its context."""
+    cfg = getattr(model, "config", None)
+    limit = getattr(cfg, "block_size", None) or getattr(cfg, "max_seq_len", None)
+    if (not limit or prompt_len + max_new > limit or not all(hasattr(cfg, a) for a in ("n_layer", "n_head", "head_dim"))
+            or "kv_cache" not in inspect.signature(model.forward).parameters):
+        return None
+    weight = next(model.parameters())
+    cache = KVCache(cfg, rows, max_len=prompt_len + max_new, device=weight.device, dtype=weight.dtype)
+
+    def step(ids: torch.Tensor) -> torch.Tensor:
+        out = model(ids.to(weight.device), kv_cache=cache)
+        return (out[0] if isinstance(out, tuple) else out)[:, -1].float().cpu()
+
+    return step
+
+
 @torch.no_grad()
 def sample_answers(model: torch.nn.Module, prompt_ids: Sequence[int], n: int, temperature: float, seed: int,
-                   max_new: int = 16, stop_ids: Sequence[int] = ()) -> list[list[int]]:
-    """``n`` answers (token ids, stop token excluded) sampled one token at a time from ``seed``."""
+                   max_new: int = 16, stop_ids: Sequence[int] = (), use_cache: bool = True) -> list[list[int]]:
+    """``n`` answers (token ids, stop token excluded) sampled one token at a time from ``seed``.
+
+    The ``n`` answers are drawn together, as one batch of ``n`` rows (one forward pass per new
+    token for all of them); an answer ends at its first stop token, and the batch stops once
+    every answer has ended or after ``max_new`` tokens. At temperature 0 (greedy) the answers
+    are all the same one, computed once. With ``use_cache`` (and a model that takes a
+    ``kv_cache``, as the book's GPT and Llama do, with room in its context) each new token
+    runs the model on that token only (the logits are those of the uncached loop, up to rounding).
+    """
     prompt = _check_ids(prompt_ids)
     for name, v in (("n", n), ("max_new", max_new)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -85,17 +124,26 @@ def sample_answers(model: torch.nn.Module, prompt_ids: Sequence[int], n: int, te
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an int, got {reprlib.repr(seed)}")
     g = torch.Generator().manual_seed(seed)
-    stops, out = set(stop_ids), []
-    for _ in range(n):
-        ids, new = list(prompt), []
-        for _ in range(max_new):
-            nxt = int(sample_next(_logits(model, torch.tensor([ids]))[:, -1], temperature=temperature, generator=g)[0])
-            if nxt in stops:
-                break
-            new.append(nxt)
-            ids.append(nxt)
-        out.append(new)
-    return out
+    stops = torch.tensor(sorted(set(int(t) for t in stop_ids)), dtype=torch.long)
+    rows = 1 if temperature == 0 else n                   # greedy: n copies of one answer
+    ids = torch.tensor([prompt] * rows)                   # (rows, T): every answer starts from the prompt
+    ended = torch.zeros(rows, dtype=torch.bool)
+    step = _cached_step(model, len(prompt), rows, max_new) if use_cache else None
+    logits = step(ids) if step else _logits(model, ids)[:, -1]
+    new = []
+    for _ in range(max_new):
+        nxt = sample_next(logits, temperature=temperature, generator=g)  # (rows,)
+        new.append(nxt)
+        ended |= torch.isin(nxt, stops)
+        if bool(ended.all()) or len(new) == max_new:
+            break
+        ids = torch.cat([ids, nxt[:, None]], dim=1)
+        logits = step(nxt[:, None]) if step else _logits(model, ids)[:, -1]
+    stop_set, out = set(stops.tolist()), []
+    for row in torch.stack(new, dim=1).tolist():
+        cut = next((i for i, t in enumerate(row) if t in stop_set), len(row))
+        out.append(row[:cut])
+    return [list(out[0]) for _ in range(n)] if rows < n else out
 
 
 class _Labels(Sequence):
@@ -157,15 +205,19 @@ def comparison_figure(probs: Sequence, labels: Sequence[str], names: Sequence[st
     return fig
 
 
-def checkpoint_render(models: Mapping[str, torch.nn.Module], encode: Callable[[str], list[int]],
-                      decode: Callable[[list[int]], str], prompt: str, checkpoint: str, against: str,
-                      temperature: float, seed: int, custom: str = "", candidates: Sequence[str] | None = None,
-                      n_samples: int = 3, max_new: int = 16, stop: str = "\n") -> list:
-    """Figure (next-token and whole-answer distributions of two checkpoints) and an HTML table of sampled answers.
+def checkpoint_data(models: Mapping[str, torch.nn.Module], encode: Callable[[str], list[int]],
+                    decode: Callable[[list[int]], str], prompt: str, checkpoint: str, against: str,
+                    temperature: float, seed: int, custom: str = "", candidates: Sequence[str] | None = None,
+                    n_samples: int = 3, max_new: int = 16, stop: str = "\n", cache: ResultCache | None = None) -> dict:
+    """What the comparer shows, computed once: for ``names = [checkpoint, against]``, the
+    next-token distributions ``probs`` (one (V,) vector each), the whole-answer distributions
+    ``answer_p`` (None without ``candidates``) and the decoded ``samples`` (``n_samples`` each).
 
     ``custom``, when not blank, replaces ``prompt``. ``temperature = 0`` samples greedily.
+    With a ``cache``, a distribution already computed for (prompt, checkpoint) and samples
+    already drawn for (prompt, checkpoint, temperature, seed) are reused, not recomputed.
     Raises ValueError naming the problem: an unknown checkpoint, an empty prompt, text the
-    tokenizer cannot encode, a negative temperature.
+    tokenizer cannot encode, a negative temperature, a seed that is not an int.
     """
     for key, name in (("checkpoint", checkpoint), ("against", against)):
         if name not in models:
@@ -176,22 +228,71 @@ def checkpoint_render(models: Mapping[str, torch.nn.Module], encode: Callable[[s
     ids = encode(text)  # a tokenizer's ValueError (e.g. characters outside the vocabulary) reaches the reader
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0:
         raise ValueError(f"temperature must be a number >= 0, got {reprlib.repr(temperature)}")
+    if isinstance(seed, bool) or not isinstance(seed, int):  # checked here: True would find seed 1's samples
+        raise ValueError(f"seed must be an int, got {reprlib.repr(seed)}")
     stop_ids = encode(stop) if stop else []
+    cand_ids = [encode(c) for c in candidates] if candidates else None
+    cache = cache if cache is not None else ResultCache()
+    key = tuple(_check_ids(ids))
     names = [checkpoint, against]
-    probs = [next_token_probs(models[n], ids) for n in names]
-    labels = _Labels(decode, len(probs[0]))
+    probs = [cache.get(("next", key, n), lambda n=n: next_token_probs(models[n], ids)) for n in names]
     a_p = None
-    if candidates:
-        cand_ids = [encode(c) for c in candidates]
-        a_p = [answer_probs(models[n], ids, cand_ids) for n in names]
-    samples = {n: sample_answers(models[n], ids, n_samples, float(temperature), seed, max_new, stop_ids) for n in names}
-    fig = comparison_figure(probs, labels, names, a_p, list(candidates) if candidates else None)  # last: no figure left open on an error
-    how = "greedy" if temperature == 0 else f"temperature {temperature:g}, seed {seed}"
+    if cand_ids:
+        a_key = tuple(tuple(c) for c in cand_ids)
+        a_p = [cache.get(("answers", key, n, a_key), lambda n=n: answer_probs(models[n], ids, cand_ids)) for n in names]
+    t = float(temperature)
+    s_key = (t, seed, n_samples, max_new, tuple(stop_ids))
+    samples = [cache.get(("samples", key, n, s_key),
+                         lambda n=n: [decode(s) for s in sample_answers(models[n], ids, n_samples, t, seed, max_new, stop_ids)])
+               for n in names]
+    return {"text": text, "names": names, "probs": probs, "answer_p": a_p,
+            "candidates": list(candidates) if candidates else None, "samples": samples,
+            "how": "greedy" if temperature == 0 else f"temperature {temperature:g}, seed {seed}"}
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def checkpoint_spec(data: dict, decode: Callable[[list[int]], str], top_n: int = TOP_N) -> dict:
+    """The browser view of ``checkpoint_data``: a ``bar_grid`` of the ``top_n`` next tokens of
+    each checkpoint (top row), the whole answers (second row), and the samples as a table."""
+    names, panels = data["names"], []
+    for j, (name, p) in enumerate(zip(names, data["probs"])):
+        top = torch.topk(p.detach().float().cpu(), min(top_n, p.numel()))
+        labels = [token_label(decode([int(i)])) for i in top.indices.tolist()]
+        panels.append(bar_panel(labels, top.values.tolist(), f"{name}: next token after the prompt", "v", j % len(PALETTE),
+                                ylabel="probability" if j == 0 else "", vmax=1.0))
+    if data["answer_p"] is not None:
+        answers = [token_label(s.strip()) for s in data["candidates"]]
+        for j, (name, a) in enumerate(zip(names, data["answer_p"])):
+            panels.append(bar_panel(answers, _vec(a).tolist(), f"{name}: whole answers", "h", j % len(PALETTE),
+                                    xlabel="probability among the candidates", vmax=1.0))
+    n = len(data["samples"][0])
+    rows = [[repr(data["samples"][j][i]) for j in range(len(names))] for i in range(n)]
+    table = {"caption": f"{n} sampled answers ({data['how']}):", "header": names, "rows": rows}
+    title = f"{names[0]} compared with {names[1]}, prompt {_clip(repr(data['text']), 80)}"
+    return bar_grid_spec(panels, title=title, columns=len(names), table=table)
+
+
+def checkpoint_render(models: Mapping[str, torch.nn.Module], encode: Callable[[str], list[int]],
+                      decode: Callable[[list[int]], str], prompt: str, checkpoint: str, against: str,
+                      temperature: float, seed: int, custom: str = "", candidates: Sequence[str] | None = None,
+                      n_samples: int = 3, max_new: int = 16, stop: str = "\n", cache: ResultCache | None = None) -> list:
+    """Figure (next-token and whole-answer distributions of two checkpoints) and an HTML table of sampled answers.
+
+    The arguments and errors are those of :func:`checkpoint_data`.
+    """
+    data = checkpoint_data(models, encode, decode, prompt, checkpoint, against, temperature, seed, custom, candidates,
+                           n_samples, max_new, stop, cache)
+    names, text = data["names"], data["text"]
+    labels = _Labels(decode, len(data["probs"][0]))
+    fig = comparison_figure(data["probs"], labels, names, data["answer_p"], data["candidates"])  # last: no figure left open on an error
     cell = 'style="font-family:monospace;padding:2px 10px;border-bottom:1px solid #eee"'
     head = "".join(f"<th {cell}>{html.escape(n)}</th>" for n in names)
-    body = "".join("<tr>" + "".join(f"<td {cell}>{html.escape(repr(decode(samples[n][i])))}</td>" for n in names)
+    body = "".join("<tr>" + "".join(f"<td {cell}>{html.escape(repr(data['samples'][j][i]))}</td>" for j in range(len(names)))
                    + "</tr>" for i in range(n_samples))
-    table = (f'<div><b>prompt</b> <code>{html.escape(repr(text))}</code>; {n_samples} sampled answers ({how}):'
+    table = (f'<div><b>prompt</b> <code>{html.escape(repr(text))}</code>; {n_samples} sampled answers ({data["how"]}):'
              f'<table style="border-collapse:collapse"><tr>{head}</tr>{body}</table></div>')
     return [fig, table]
 
@@ -202,7 +303,11 @@ def checkpoint_explorer(models: Mapping[str, torch.nn.Module], encode: Callable[
                         candidates: Sequence[str] | None = None, n_samples: int = 3, max_new: int = 16,
                         stop: str = "\n") -> Explorer:
     """Explorer with controls ``prompt`` (menu), ``custom`` (free text), ``checkpoint``, ``against``,
-    ``temperature`` and ``seed`` over ``models`` (name -> model, e.g. base / SFT / LoRA / DPO)."""
+    ``temperature`` and ``seed`` over ``models`` (name -> model, e.g. base / SFT / LoRA / DPO).
+
+    The picture is drawn in the browser from ``checkpoint_spec``; ``explorer.cache`` (a
+    :class:`ResultCache`) keeps the distributions and samples already computed.
+    """
     if not isinstance(models, Mapping) or len(models) < 2:
         raise ValueError("models must map at least two names to models")
     names = list(models)
@@ -226,8 +331,16 @@ def checkpoint_explorer(models: Mapping[str, torch.nn.Module], encode: Callable[
         "seed": widgets.IntText(value=seed, description="seed", style=wide),
     }
 
-    def render(**values):
-        return checkpoint_render(models, encode, decode, candidates=candidates, n_samples=n_samples,
-                                 max_new=max_new, stop=stop, **values)
+    cache = ResultCache(size=64)
+    fixed = dict(candidates=candidates, n_samples=n_samples, max_new=max_new, stop=stop, cache=cache)
 
-    return Explorer(render, controls, title="Checkpoints side by side: next token, whole answers, samples")
+    def render(**values):
+        return checkpoint_render(models, encode, decode, **fixed, **values)
+
+    def spec(**values):
+        return checkpoint_spec(checkpoint_data(models, encode, decode, **fixed, **values), decode)
+
+    explorer = Explorer(render, controls, title="Checkpoints side by side: next token, whole answers, samples",
+                        front=FrontView(), spec=spec)
+    explorer.cache = cache  # what was computed, per (prompt, checkpoint) and per (..., temperature, seed)
+    return explorer

@@ -5,12 +5,18 @@ labels and a boolean kept mask); ``sampling_explorer(model, vocab)`` wires a pro
 (a text area: a prompt such as "ROMEO:\\nWhat " keeps its line break), temperature /
 top-k / top-p sliders and a seed to it and adds a sampled continuation.
 top_k = 0 and top_p = 1 mean "no filter"; temperature = 0 is greedy decoding.
+
+The explorer draws in the browser (a ``panels`` view of ``llmbook.viz.frontend``):
+``sampling_spec`` sends the bars and the continuation; a :class:`SamplingCache` keeps the
+logits per prompt and the continuation per setting, so only what a move changes is
+computed. ``sampling_render`` draws the same numbers with matplotlib (the static picture).
 """
 
 from __future__ import annotations
 
 import html
 import reprlib
+from collections import OrderedDict
 from typing import Sequence
 
 import ipywidgets as widgets
@@ -20,10 +26,14 @@ import torch
 from matplotlib.figure import Figure
 
 from ..sampling import kept_mask
+from .frontend import FrontView, round_sig
 from .style import PALETTE
 from .widget import Explorer
 
-__all__ = ["token_label", "next_token_figure", "sampling_render", "sampling_explorer"]
+__all__ = ["token_label", "next_token_figure", "SamplingCache", "sampling_data", "sampling_spec", "sampling_render",
+           "sampling_explorer"]
+
+FILTERED = "#bbbbbb"  # bars of tokens the filters removed
 
 
 def token_label(token: str) -> str:
@@ -47,7 +57,7 @@ def next_token_figure(probs, labels: Sequence[str], kept, top_n: int = 20, title
         raise ValueError(f"top_n must be a positive int, got {reprlib.repr(top_n)}")
     order = np.argsort(-p, kind="stable")[:top_n]
     fig, ax = plt.subplots(figsize=(7.5, 3.0))
-    colours = [PALETTE[0] if k[i] else "#bbbbbb" for i in order]
+    colours = [PALETTE[0] if k[i] else FILTERED for i in order]
     ax.bar(range(len(order)), p[order], color=colours)
     ax.set_xticks(range(len(order)), [token_label(labels[i]) for i in order])
     ax.set_ylabel("probability")
@@ -58,43 +68,155 @@ def next_token_figure(probs, labels: Sequence[str], kept, top_n: int = 20, title
     return fig
 
 
-@torch.no_grad()
+class SamplingCache:
+    """What the sampling explorer computed, kept so a move redoes only what changed.
+
+    - ``logits(prompt)``: the model's next-token logits after a prompt (one forward pass
+      per prompt; a temperature, top-k, top-p or seed change reuses them);
+    - ``continuation(prompt, temperature, top_k, top_p, seed)``: the sampled text (the
+      same settings give the same text, so it is computed once);
+    - ``labels``: the printable label of every vocabulary entry.
+
+    The model must not change while a cache is in use (make a new explorer after training
+    further). ``calls`` counts the forward passes for the distribution and ``generations``
+    the continuations, for the tests. At most ``size`` entries of each kind are kept.
+    """
+
+    def __init__(self, model, vocab, n_new: int = 80, size: int = 64):
+        if isinstance(n_new, bool) or not isinstance(n_new, int) or n_new < 0:
+            raise ValueError(f"n_new must be a non-negative int, got {reprlib.repr(n_new)}")
+        self.model, self.vocab, self.n_new, self.size = model, vocab, n_new, size
+        self._logits: OrderedDict = OrderedDict()
+        self._texts: OrderedDict = OrderedDict()
+        self._labels: list[str] | None = None
+        self.calls = 0
+        self.generations = 0
+
+    @property
+    def labels(self) -> list[str]:
+        if self._labels is None:
+            self._labels = [self.vocab.decode([i]) for i in range(len(self.vocab))]
+        return self._labels
+
+    def _remember(self, store: OrderedDict, key, value):
+        store[key] = value
+        store.move_to_end(key)
+        while len(store) > self.size:
+            store.popitem(last=False)
+        return value
+
+    def _ids(self, prompt: str) -> torch.Tensor:
+        if not isinstance(prompt, str) or not prompt:
+            raise ValueError("prompt is empty: type a few characters")
+        ids = self.vocab.encode_tensor(prompt)  # ValueError names unknown characters
+        dev = next(self.model.parameters()).device
+        return ids[:, -self.model.config.block_size:].to(dev)
+
+    @torch.no_grad()
+    def logits(self, prompt: str) -> torch.Tensor:
+        """(V,) float CPU logits of the next token after ``prompt`` (computed once per prompt)."""
+        if prompt in self._logits:
+            self._logits.move_to_end(prompt)
+            return self._logits[prompt]
+        ids = self._ids(prompt)
+        self.model.eval()
+        self.calls += 1
+        return self._remember(self._logits, prompt, self.model(ids)[0][0, -1].float().cpu())
+
+    @torch.no_grad()
+    def continuation(self, prompt: str, temperature: float, top_k: int | None, top_p: float | None, seed: int) -> str:
+        """``n_new`` characters sampled after ``prompt`` with these settings and ``seed``."""
+        key = (prompt, float(temperature), top_k, top_p, seed)
+        if key in self._texts:
+            self._texts.move_to_end(key)
+            return self._texts[key]
+        ids = self._ids(prompt)
+        g = torch.Generator(device=ids.device).manual_seed(seed)
+        self.generations += 1
+        out = self.model.generate(ids, self.n_new, temperature=temperature, top_k=top_k, top_p=top_p, generator=g)
+        return self._remember(self._texts, key, self.vocab.decode(out[0, ids.shape[1]:]))
+
+
+def sampling_data(cache: SamplingCache, prompt: str, temperature: float, top_k: int, top_p: float, seed: int) -> dict:
+    """The numbers both views draw: next-token ``probs`` (at ``temperature``; at 1 when
+    greedy), the ``kept`` mask of the filters, the token ``labels`` and the sampled ``text``.
+
+    ``top_k=0`` and ``top_p=1`` switch those filters off. Raises ValueError on an empty
+    prompt, characters outside the vocabulary, or bad sampling values.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an int, got {reprlib.repr(seed)}")
+    k = None if top_k in (0, None) else int(top_k)
+    p = None if top_p is None or top_p >= 1.0 else float(top_p)
+    logits = cache.logits(prompt)
+    kept = kept_mask(logits, temperature, k, p)  # validates temperature, top_k, top_p
+    shown_t = temperature if temperature > 0 else 1.0
+    probs = torch.softmax(logits / shown_t, dim=-1)
+    text = cache.continuation(prompt, temperature, k, p, seed)
+    return {"probs": probs, "kept": kept, "labels": cache.labels, "text": text, "top_k": k, "top_p": p}
+
+
+def _settings(temperature: float, top_k: int | None, top_p: float | None, seed: int) -> str:
+    t = "greedy (temperature 0)" if temperature == 0 else f"temperature {temperature:.2f}"
+    return (f"{t}, top_k {'off' if top_k is None else top_k}, top_p {'off' if top_p is None else f'{top_p:.2f}'}, "
+            f"seed {seed}")
+
+
+def _distribution_title(probs: torch.Tensor, kept: torch.Tensor) -> str:
+    return (f"Next-token distribution: {int(kept.sum())} of {len(probs)} tokens kept, "
+            f"kept mass {float(probs[kept].sum()):.2f}")
+
+
+def sampling_spec(cache: SamplingCache, prompt: str, temperature: float, top_k: int, top_p: float, seed: int,
+                  top_n: int = 20) -> dict:
+    """The browser view's data: the ``top_n`` most probable tokens as bars (blue kept,
+    grey filtered out) and the prompt with its sampled continuation."""
+    d = sampling_data(cache, prompt, temperature, top_k, top_p, seed)
+    probs, kept = d["probs"], d["kept"]
+    order = torch.argsort(-probs, stable=True)[:top_n].tolist()
+    return {
+        "kind": "panels",
+        "title": _settings(temperature, d["top_k"], d["top_p"], seed),
+        "panels": [
+            {"type": "bars", "title": _distribution_title(probs, kept),
+             "labels": [token_label(d["labels"][i]) for i in order],
+             "values": round_sig(probs[order].double()),
+             "colors": [PALETTE[0] if bool(kept[i]) else FILTERED for i in order],
+             "ylabel": "probability",
+             "xlabel": f"next token (top {len(order)}; blue = kept by the filters, grey = removed)",
+             "label_size": 12},
+            {"type": "text", "title": f"a sample of {cache.n_new} characters (prompt in bold)",
+             "segments": [{"text": prompt, "bold": True}, {"text": d["text"]}]},
+        ],
+    }
+
+
 def sampling_render(model, vocab, prompt: str, temperature: float, top_k: int, top_p: float, seed: int,
-                    n_new: int = 80) -> list:
+                    n_new: int = 80, cache: SamplingCache | None = None) -> list:
     """Figure of the next-token distribution for ``prompt`` and an HTML continuation.
 
     ``top_k=0`` and ``top_p=1`` switch those filters off. Raises ValueError on an empty
     prompt, characters outside the vocabulary, or bad sampling values.
     """
-    if not isinstance(prompt, str) or not prompt:
-        raise ValueError("prompt is empty: type a few characters")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an int, got {reprlib.repr(seed)}")
-    k = None if top_k in (0, None) else int(top_k)
-    p = None if top_p is None or top_p >= 1.0 else float(top_p)
-    ids = vocab.encode_tensor(prompt)  # ValueError names unknown characters
-    model.eval()
-    dev = next(model.parameters()).device
-    ids = ids[:, -model.config.block_size:].to(dev)
-    logits = model(ids)[0][0, -1].float().cpu()
-    kept = kept_mask(logits, temperature, k, p)  # validates temperature, top_k, top_p
-    shown_t = temperature if temperature > 0 else 1.0
-    probs = torch.softmax(logits / shown_t, dim=-1)
-    labels = [vocab.decode([i]) for i in range(len(vocab))]
-    fig = next_token_figure(probs, labels, kept, title=None)
-    g = torch.Generator(device=dev).manual_seed(seed)
-    out = model.generate(ids, n_new, temperature=temperature, top_k=k, top_p=p, generator=g)
-    text = vocab.decode(out[0, ids.shape[1]:])
+    cache = cache if cache is not None else SamplingCache(model, vocab, n_new)
+    d = sampling_data(cache, prompt, temperature, top_k, top_p, seed)
+    fig = next_token_figure(d["probs"], d["labels"], d["kept"], title=None)
     body = (f'<div style="font-family:monospace;white-space:pre-wrap;border:1px solid #ddd;padding:6px">'
-            f"<b>{html.escape(prompt)}</b>{html.escape(text)}</div>")
+            f"<b>{html.escape(prompt)}</b>{html.escape(d['text'])}</div>")
     return [fig, body]
 
 
 def sampling_explorer(model, vocab, prompt: str = "ROMEO:\nO, ", temperature: float = 1.0, top_k: int = 0,
                       top_p: float = 1.0, seed: int = 0, n_new: int = 80) -> Explorer:
-    """Explorer with controls ``prompt``, ``temperature``, ``top_k``, ``top_p`` and ``seed``."""
+    """Explorer with controls ``prompt``, ``temperature``, ``top_k``, ``top_p`` and ``seed``.
+
+    Drawn in the browser: each move sends the bars and the continuation; the logits of a
+    prompt are computed once (``explorer.cache``), so a temperature, top-k, top-p or seed
+    change only re-filters them and samples the continuation.
+    """
     if not hasattr(model, "generate") or not hasattr(vocab, "encode_tensor"):
         raise TypeError("model must be a llmbook GPT and vocab a CharVocab")
+    cache = SamplingCache(model, vocab, n_new)
     wide = {"description_width": "110px"}  # room for the full labels
     controls = {
         # A text area, not a one-line box: a one-line box drops the prompt's line breaks.
@@ -110,6 +232,12 @@ def sampling_explorer(model, vocab, prompt: str = "ROMEO:\nO, ", temperature: fl
     }
 
     def render(**values):
-        return sampling_render(model, vocab, n_new=n_new, **values)
+        return sampling_render(model, vocab, n_new=n_new, cache=cache, **values)
 
-    return Explorer(render, controls, title="Sampling explorer: temperature, top-k, top-p")
+    def spec(**values):
+        return sampling_spec(cache, **values)
+
+    explorer = Explorer(render, controls, title="Sampling explorer: temperature, top-k, top-p",
+                        front=FrontView(), spec=spec)
+    explorer.cache = cache
+    return explorer

@@ -11,7 +11,9 @@
 - ``comparison_figure(rows, n_chars)``: tokens per character as horizontal bars.
 - ``render_compare(text, examples, tokenizers)`` and ``compare_explorer(...)``: the
   explorer, controls ``examples`` (dropdown of English and Chinese sentences, or "your
-  text") and ``text`` (textarea). Empty text shows a message inline.
+  text") and ``text`` (textarea). Empty text shows a message inline. The explorer draws
+  in the browser from ``compare_spec(...)`` (the same table and bars as data, each text
+  tokenized once); ``render_compare`` stays the static picture.
 
 Token strings are shown as each tokenizer sees them: ``▁`` for SentencePiece's space,
 ``##`` for WordPiece continuations, bytes that are not a whole UTF-8 character as
@@ -31,6 +33,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from .bpe import token_spans_html
+from .frontend import FrontView
 from .style import PALETTE
 from .widget import Explorer
 
@@ -43,6 +46,7 @@ __all__ = [
     "comparison_html",
     "comparison_figure",
     "render_compare",
+    "compare_spec",
     "compare_explorer",
 ]
 
@@ -207,8 +211,8 @@ def comparison_figure(rows: Sequence[TokenRow], n_chars: int, title: str = "") -
     return fig
 
 
-def render_compare(text: str, examples: str, tokenizers: Mapping[str, Tokenize]) -> list:
-    """The explorer's view: the table and the bar chart, for the example or the typed text."""
+def _chosen_text(text: str, examples: str) -> str:
+    """The text the explorer compares: the example's, or the typed one (cut to MAX_TEXT)."""
     if not isinstance(examples, str):
         raise TypeError(f"examples must be a str, got {type(examples).__name__}")
     if examples != YOUR_TEXT:
@@ -218,9 +222,40 @@ def render_compare(text: str, examples: str, tokenizers: Mapping[str, Tokenize])
         text = EXAMPLES[examples]
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    text = text[:MAX_TEXT]
+    return text[:MAX_TEXT]
+
+
+def render_compare(text: str, examples: str, tokenizers: Mapping[str, Tokenize]) -> list:
+    """The explorer's view: the table and the bar chart, for the example or the typed text."""
+    text = _chosen_text(text, examples)
     rows = compare(text, tokenizers)
     return [comparison_html(rows, len(text)), comparison_figure(rows, len(text))]
+
+
+def compare_spec(text: str, examples: str, tokenizers: Mapping[str, Tokenize], cache: dict | None = None) -> dict:
+    """The browser view's data (a ``panels`` view): the token table and tokens per character.
+
+    ``cache`` (optional, text -> rows) keeps each text's tokens, so going back to a text
+    (or an example) does not tokenize it again. Same checks and errors as ``render_compare``.
+    """
+    text = _chosen_text(text, examples)
+    if cache is not None and text in cache:
+        rows = cache[text]
+    else:
+        rows = compare(text, tokenizers)
+        if cache is not None:
+            if len(cache) >= 64:
+                cache.pop(next(iter(cache)))  # the oldest
+            cache[text] = rows
+    n = len(text)
+    source = "your text" if examples == YOUR_TEXT else f"example \u201c{examples}\u201d"
+    return {"kind": "panels", "title": f"{source}: {n} characters through every tokenizer", "panels": [
+        {"type": "tokens", "columns": ["tokenizer", "tokens", "tokens / char", "tokens"], "n_chars": n,
+         "rows": [{"name": r.name, "tokens": [str(t) for t in r.tokens]} for r in rows]},
+        {"type": "hbars", "title": f"The same {n} characters through every tokenizer", "labels": [r.name for r in rows],
+         "values": [round(len(r.tokens) / n, 6) for r in rows], "colors": [PALETTE[0]] * len(rows), "xlabel": "tokens per character",
+         "digits": 2},
+    ]}
 
 
 def compare_explorer(
@@ -233,8 +268,11 @@ def compare_explorer(
         "examples": widgets.Dropdown(options=[YOUR_TEXT, *EXAMPLES], value=examples, description="example"),
         "text": widgets.Textarea(value=text, description="text", continuous_update=False, layout=widgets.Layout(width="95%")),
     }
+    cache: dict = {}
     return Explorer(
         lambda examples, text: render_compare(text, examples, tokenizers),
         controls,
         title="One text, every tokenizer",
+        front=FrontView(),
+        spec=lambda examples, text: compare_spec(text, examples, tokenizers, cache),
     )

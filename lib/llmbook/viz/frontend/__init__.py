@@ -16,6 +16,10 @@ chose; moving them never waits for the kernel.
 - ``round_sig(array)``: nested lists rounded to a few significant digits (JSON-able).
 - ``bars_spec(labels, frames)``: a bar chart per frame (a distribution per step, say),
   the frame chosen in the browser with the ``step`` slider, on one value axis.
+- ``bar_panel(labels, values, ...)``, ``bar_grid_spec(panels, ...)``: a grid of bar charts
+  (vertical or horizontal), optionally cut to the top k bars by a browser slider, and a table of text.
+- ``ResultCache``: a small least-recently-used store, so an explorer computes the data for one
+  input once (a model's forward pass per prompt, say) and reuses it when the reader comes back.
 - ``RENDER_JS``: the module's source, also inlined by ``scripts/build_html.py``.
 
 Leaves out: drawing in Python (the matplotlib figures of each explorer stay the static
@@ -25,17 +29,18 @@ pictures and the fallback; see ``Explorer.show_static``).
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Hashable, Optional, Sequence
 
 import anywidget
 import numpy as np
 import traitlets
 
-__all__ = ["FrontView", "FrontControl", "round_sig", "bars_spec", "RENDER_JS", "KINDS"]
+__all__ = ["FrontView", "FrontControl", "round_sig", "bars_spec", "bar_panel", "bar_grid_spec", "ResultCache", "RENDER_JS", "KINDS"]
 
 RENDER_JS = (Path(__file__).parent / "render.js").read_text(encoding="utf-8")
-KINDS = ("attention", "model_view", "positional", "bpe", "bars")
+KINDS = ("attention", "model_view", "positional", "bpe", "bars", "panels", "bar_grid")
 
 
 def round_sig(values, digits: int = 4) -> list:
@@ -95,6 +100,98 @@ def bars_spec(labels: Sequence[str], frames: Sequence[Sequence[float]], frame_la
         out.append(frame)
     return {"kind": "bars", "title": title, "ylabel": ylabel, "labels": labels, "frames": out, "step_label": step_label}
 
+
+def bar_panel(labels: Sequence[str], values: Sequence[float], title: str = "", orient: str = "v", color: int = 0,
+              xlabel: str = "", ylabel: str = "", vmax: Optional[float] = None, annotate: bool = False) -> dict:
+    """One chart of a ``bar_grid`` view: a bar per label, ``orient`` "v" (labels below) or "h"
+    (labels at the left, the first on top); ``vmax`` fixes the value axis (else the largest
+    value shown sets it); ``annotate`` writes each value after its bar.
+
+    >>> bar_panel(["a", "b"], [0.75, 0.25], "p", vmax=1)["values"]
+    [0.75, 0.25]
+    """
+    labels = [str(x) for x in labels]
+    if not labels:
+        raise ValueError("labels must name at least one bar")
+    vals = round_sig(values)
+    if len(vals) != len(labels):
+        raise ValueError(f"values has {len(vals)} entries for {len(labels)} labels")
+    if any(v is None for v in vals):
+        raise ValueError("values contain NaN")
+    if orient not in ("v", "h"):
+        raise ValueError(f"orient must be 'v' or 'h', got {orient!r}")
+    if isinstance(color, bool) or not isinstance(color, int) or color < 0:
+        raise ValueError(f"color must be a palette index (int >= 0), got {color!r}")
+    panel = {"title": str(title), "labels": labels, "values": vals, "orient": orient, "color": color,
+             "xlabel": str(xlabel), "ylabel": str(ylabel), "annotate": bool(annotate)}
+    if vmax is not None:
+        if not (isinstance(vmax, (int, float)) and math.isfinite(vmax) and vmax > 0):
+            raise ValueError(f"vmax must be a positive number, got {vmax!r}")
+        panel["vmax"] = float(vmax)
+    return panel
+
+
+def bar_grid_spec(panels: Sequence[dict], title: str = "", columns: int = 2, top_k: Optional[dict] = None,
+                  table: Optional[dict] = None) -> dict:
+    """The browser view's data for a grid of bar charts (``bar_panel`` dicts, ``columns`` per row).
+
+    ``top_k`` (``{"name", "label", "min", "max"}``): a slider drawn in the browser (trait
+    ``step``) that keeps the first k bars of every panel, so the panels must list their bars
+    largest first. ``table`` (``{"caption", "header", "rows"}``): text shown below the charts.
+
+    >>> bar_grid_spec([bar_panel(["a"], [1.0])], title="t")["kind"]
+    'bar_grid'
+    """
+    panels = list(panels)
+    if not panels:
+        raise ValueError("panels must hold at least one bar_panel")
+    if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
+        raise ValueError(f"columns must be an int >= 1, got {columns!r}")
+    spec = {"kind": "bar_grid", "title": str(title), "columns": columns, "panels": panels}
+    if top_k is not None:
+        lo, hi = top_k.get("min", 1), top_k.get("max")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi)) or not 1 <= lo <= hi:
+            raise ValueError(f"top_k needs ints 1 <= min <= max, got min={lo!r}, max={hi!r}")
+        spec["top_k"] = {"name": str(top_k.get("name", "top_k")), "label": str(top_k.get("label", "top k")), "min": lo, "max": hi}
+    if table is not None:
+        header = [str(h) for h in table.get("header", [])]
+        rows = [[str(c) for c in row] for row in table.get("rows", [])]
+        if not header or any(len(r) != len(header) for r in rows):
+            raise ValueError(f"table needs a header and rows of {len(header)} cells each")
+        spec["table"] = {"caption": str(table.get("caption", "")), "header": header, "rows": rows}
+    return spec
+
+
+class ResultCache:
+    """A small least-recently-used store: ``get(key, compute)`` returns the kept value for
+    ``key`` or calls ``compute()`` and keeps its result (at most ``size`` entries).
+
+    ``hits`` and ``misses`` count the look-ups (the tests read them).
+
+    >>> c = ResultCache(2); c.get("a", lambda: 1), c.get("a", lambda: 2), (c.hits, c.misses)
+    (1, 1, (1, 1))
+    """
+
+    def __init__(self, size: int = 64):
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"size must be an int >= 1, got {size!r}")
+        self.size, self.hits, self.misses = size, 0, 0
+        self._items: OrderedDict = OrderedDict()
+
+    def get(self, key: Hashable, compute: Callable[[], object]):
+        if key in self._items:
+            self.hits += 1
+            self._items.move_to_end(key)
+            return self._items[key]
+        self.misses += 1
+        value = compute()  # an exception keeps nothing
+        self._items[key] = value
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 class FrontView(anywidget.AnyWidget):
     """A picture drawn in the browser by ``render.js`` from ``spec``; see the module docstring."""

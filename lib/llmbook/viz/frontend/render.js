@@ -8,6 +8,8 @@
 //   "positional"  encoding table heatmap + chosen dimensions as waves + a line plot
 //   "bpe"         text coloured token by token after k merges + merge table + curve
 //   "bars"        a bar chart per frame (e.g. a distribution per step), frame chosen by a slider
+//   "bar_grid"    a grid of bar charts, optionally cut to the top k bars by a slider, + a text table
+//   "panels"      a row of small charts (bars, horizontal bars, points), text and token tables
 // Pictures are SVG (text, ticks, colour bars); heatmap cells are one pixelated <image>
 // per panel, painted on an off-screen canvas. Selections live in the widget model
 // (traits `layer`, `head`, `scale`, `causal`, `dims`, `step`), so Python sees them.
@@ -194,10 +196,24 @@ function linePlot(parent, x, y, w, h, opts) {
 }
 
 // ------------------------------------------------------------------ controls
+// Keys a focused control handles itself: a range slider steps with the arrows, Home, End and
+// PageUp/PageDown, a <select> moves with the arrows, a checkbox toggles with Space. In
+// JupyterLab a keydown that bubbles out of a widget reaches the notebook's shortcuts (Lumino's
+// keymap, listening on the document): in command mode ArrowLeft/ArrowRight/ArrowUp/ArrowDown
+// are bound there, and the keymap calls preventDefault, so the slider would never move. The
+// control stops these keys from bubbling past itself; the input has already seen them (it is
+// the target), so its own default action happens. Keys with a modifier (Shift+Enter: run the
+// cell, Ctrl+S: save) still reach the notebook.
+const CONTROL_KEYS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown", " ", "Enter"]);
+function keepKeys(e) {
+  if (CONTROL_KEYS.has(e.key) && !(e.ctrlKey || e.metaKey || e.altKey || e.shiftKey)) e.stopPropagation();
+}
+
 function control(bar, name, label) {
   const box = htmlEl("div", { class: `llmbook-ctl-${name} llmbook-front-ctl` }, bar);
   box.style.cssText = "display:inline-flex;align-items:center;gap:6px;margin:2px 14px 2px 0;font-size:13px";
   htmlEl("label", {}, box, label);
+  box.addEventListener("keydown", keepKeys);
   return box;
 }
 function selectControl(bar, name, label, options, onChange) {
@@ -600,8 +616,317 @@ function barsView(ctx) {
   };
 }
 
+// ------------------------------------------------------------------ panels (several small charts)
+// A row of panels drawn from data Python computed: "bars" (vertical, e.g. a next-token
+// distribution, each bar its own colour), "hbars" (horizontal with value labels),
+// "points" (scatter / error bars, optional diagonal), "text" (a monospace block of
+// segments, bold or not) and "tokens" (a table of token strips, one row per tokenizer).
+// No display-only controls: every control of these explorers is a Python one.
+const panelColour = (c, i) => (typeof c === "number" ? PALETTE[c % PALETTE.length] : c || PALETTE[i % PALETTE.length]);
+
+function axesFrame(svg, x, y, w, h, o) {
+  // Axes box at (x, y, w, h) in SVG units; returns the scales. o: xlim, ylim, title, ylabel, nx, xticks/yticks (false = none)
+  const [x0, x1] = o.xlim, [y0, y1] = o.ylim;
+  const sx = (v) => x + ((v - x0) / (x1 - x0 || 1)) * w, sy = (v) => y + h - ((v - y0) / (y1 - y0 || 1)) * h;
+  if (o.yticks !== false) {
+    for (const t of niceTicks(y0, y1, 5)) {
+      svgEl("line", { x1: x, x2: x + w, y1: sy(t), y2: sy(t), stroke: "#000", "stroke-opacity": 0.08 }, svg);
+      svgEl("text", { x: x - 4, y: sy(t) + 3.5, "text-anchor": "end", "font-size": 10 }, svg, fmt(t, 3));
+    }
+  }
+  if (o.xticks !== false) {
+    for (const t of niceTicks(x0, x1, o.nx || 6)) {
+      svgEl("line", { x1: sx(t), x2: sx(t), y1: y, y2: y + h, stroke: "#000", "stroke-opacity": 0.08 }, svg);
+      svgEl("text", { x: sx(t), y: y + h + 13, "text-anchor": "middle", "font-size": 10 }, svg, fmt(t, 3));
+    }
+  }
+  svgEl("rect", { x, y, width: w, height: h, fill: "none", stroke: "#444", "stroke-width": 0.8 }, svg);
+  if (o.title) svgEl("text", { x: x + w / 2, y: y - 8, "text-anchor": "middle", "font-size": 12, class: "llmbook-panel-title" }, svg, o.title);
+  if (o.ylabel) svgEl("text", { transform: `translate(${x - 38},${y + h / 2}) rotate(-90)`, "text-anchor": "middle", "font-size": 11 }, svg, o.ylabel);
+  return { sx, sy };
+}
+
+function titleLines(svg, cx, y, lines, size, anchor) {
+  lines.forEach((l, i) => svgEl("text", { x: cx, y: y + i * (size + 3), "text-anchor": anchor || "middle", "font-size": size, class: "llmbook-panel-title" }, svg, l));
+  return lines.length * (size + 3);
+}
+
+function barsPanel(p) {
+  const n = p.values.length, size = p.label_size || 11;
+  const bw = Math.max(12, Math.min(40, Math.floor((p.width || 560) / Math.max(1, n))));
+  const widest = Math.max(0, ...p.labels.map((l) => textWidth(l, size)));
+  const rotate = widest > bw - 2;
+  const titles = String(p.title || "").split("\n").filter((s) => s);
+  const left = 56, top = 12 + titles.length * 15 + (p.note ? 14 : 0), ph = p.height || 220;
+  const bottom = (rotate ? widest + 10 : size + 10) + (p.xlabel ? 20 : 4);
+  const W = left + n * bw + 16, H = top + ph + bottom;
+  const svg = newSvg(W, H);
+  titleLines(svg, p.title_left ? left : left + (n * bw) / 2, 15, titles, 12, p.title_left ? "start" : "middle");
+  const ymax = p.ymax || 1.05 * Math.max(1e-12, ...p.values);
+  const { sy } = axesFrame(svg, left, top, n * bw, ph, { xlim: [0, n], ylim: [0, ymax], xticks: false, ylabel: p.ylabel });
+  if (p.note) svgEl("text", { x: left + n * bw - 4, y: top - 4, "text-anchor": "end", "font-size": 9.5, fill: "#595959", class: "llmbook-panel-note" }, svg, p.note);
+  p.values.forEach((v, i) => {
+    const yv = sy(Math.min(ymax, Math.max(0, v)));
+    const r = svgEl("rect", { x: left + i * bw + 1.5, y: yv, width: bw - 3, height: top + ph - yv, fill: panelColour(p.colors ? p.colors[i] : 0, 0) }, svg);
+    svgEl("title", {}, r, `${p.labels[i]}: ${v}`);
+    const cx = left + (i + 0.5) * bw;
+    if (rotate) svgEl("text", { transform: `translate(${cx + 3.5},${top + ph + 5}) rotate(-90)`, "text-anchor": "end", "font-size": size }, svg, p.labels[i]);
+    else svgEl("text", { x: cx, y: top + ph + size + 4, "text-anchor": "middle", "font-size": size }, svg, p.labels[i]);
+  });
+  if (p.xlabel) svgEl("text", { x: left + (n * bw) / 2, y: H - 6, "text-anchor": "middle", "font-size": 11 }, svg, p.xlabel);
+  return svg;
+}
+
+function hbarsPanel(p) {
+  const n = p.values.length, size = 11, rh = 20;
+  const left = 14 + Math.max(0, ...p.labels.map((l) => textWidth(l, size))), pw = p.width || 360, top = 26, H = top + n * rh + 40;
+  const svg = newSvg(left + pw + 50, H);
+  const xmax = (p.xmax || Math.max(1e-12, ...p.values)) * 1.15;
+  const { sx } = axesFrame(svg, left, top, pw, n * rh, { xlim: [0, xmax], ylim: [0, n], title: p.title, nx: 5, yticks: false });
+  p.values.forEach((v, i) => {
+    const y = top + i * rh;
+    const r = svgEl("rect", { x: left, y: y + 3, width: Math.max(0, sx(v) - left), height: rh - 6, fill: panelColour(p.colors ? p.colors[i] : 0, 0) }, svg);
+    svgEl("title", {}, r, `${p.labels[i]}: ${v}`);
+    svgEl("text", { x: left - 5, y: y + rh / 2 + 4, "text-anchor": "end", "font-size": size }, svg, p.labels[i]);
+    svgEl("text", { x: sx(v) + 3, y: y + rh / 2 + 3.5, "font-size": 9 }, svg, Number(v).toFixed(p.digits === undefined ? 2 : p.digits));
+  });
+  if (p.xlabel) svgEl("text", { x: left + pw / 2, y: H - 6, "text-anchor": "middle", "font-size": 11 }, svg, p.xlabel);
+  return svg;
+}
+
+function pointsPanel(p) {
+  const pw = p.width || 300, ph = p.height || 260, left = 56, top = 28, W = left + pw + 12, H = top + ph + 44;
+  const svg = newSvg(W, H);
+  const { sx, sy } = axesFrame(svg, left, top, pw, ph, { xlim: p.xlim, ylim: p.ylim, title: p.title, ylabel: p.ylabel, nx: p.nx });
+  // points outside the axes are left out and error bars cut at the frame (as a clipped matplotlib axes)
+  const g = svgEl("g", {}, svg);
+  const inX = (v) => v >= p.xlim[0] && v <= p.xlim[1], cy = (v) => Math.min(p.ylim[1], Math.max(p.ylim[0], v));
+  if (p.diagonal) {
+    const lo = Math.max(p.xlim[0], p.ylim[0]), hi = Math.min(p.xlim[1], p.ylim[1]);
+    svgEl("line", { x1: sx(lo), y1: sy(lo), x2: sx(hi), y2: sy(hi), stroke: "#b3b3b3", "stroke-width": 1 }, g);
+  }
+  p.series.forEach((s, k) => {
+    const c = panelColour(s.color, k), r = s.r || 2.6;
+    s.x.forEach((xv, i) => {
+      if (!inX(xv)) return;
+      if (s.yerr) svgEl("line", { x1: sx(xv), x2: sx(xv), y1: sy(cy(s.y[i] - s.yerr[i])), y2: sy(cy(s.y[i] + s.yerr[i])), stroke: c, "stroke-width": 1.4 }, g);
+      if (s.y[i] >= p.ylim[0] && s.y[i] <= p.ylim[1]) svgEl("circle", { cx: sx(xv), cy: sy(s.y[i]), r, fill: c }, g);
+    });
+  });
+  if (p.xlabel) svgEl("text", { x: left + pw / 2, y: H - 6, "text-anchor": "middle", "font-size": 11 }, svg, p.xlabel);
+  if (p.legend) {
+    const lw = 26 + Math.max(...p.series.map((s) => textWidth(s.label || "", 9.5)));
+    const lx = left + 6, ly = top + 6;
+    svgEl("rect", { x: lx, y: ly, width: lw, height: p.series.length * 14 + 6, fill: "white", "fill-opacity": 0.85, stroke: "#ccc" }, svg);
+    p.series.forEach((s, k) => {
+      svgEl("circle", { cx: lx + 10, cy: ly + 10 + k * 14, r: 3, fill: panelColour(s.color, k) }, svg);
+      svgEl("text", { x: lx + 18, y: ly + 13.5 + k * 14, "font-size": 9.5 }, svg, s.label || "");
+    });
+  }
+  return svg;
+}
+
+function textPanel(p) {
+  const box = htmlEl("div", { class: "llmbook-panel-text" });
+  box.style.cssText = `font-family:monospace, ${FONT};white-space:pre-wrap;border:1px solid #ddd;padding:6px;margin:4px 0;max-width:760px`;
+  if (p.title) htmlEl("div", {}, box, p.title).style.cssText = `font-family:${FONT};font-size:12px;color:#555;margin-bottom:3px`;
+  for (const s of p.segments) {
+    const e = htmlEl(s.bold ? "b" : "span", {}, box, s.text);
+    if (s.color) e.style.color = s.color;
+  }
+  return box;
+}
+
+function tokensPanel(p) {
+  const table = htmlEl("table", { class: "llmbook-panel-tokens" });
+  table.style.cssText = "border-collapse:collapse;font-size:13px";
+  const head = htmlEl("tr", {}, table);
+  p.columns.forEach((c, i) => { htmlEl("th", {}, head, c).style.cssText = `padding:2px 8px;text-align:${i === 0 || i === 3 ? "left" : "center"}`; });
+  for (const r of p.rows) {
+    const tr = htmlEl("tr", {}, table);
+    tr.style.borderTop = "1px solid #ddd";
+    htmlEl("td", {}, tr, r.name).style.cssText = "padding:2px 8px;white-space:nowrap";
+    htmlEl("td", {}, tr, String(r.tokens.length)).style.cssText = "padding:2px 8px;text-align:right";
+    htmlEl("td", {}, tr, (r.tokens.length / p.n_chars).toFixed(2)).style.cssText = "padding:2px 8px;text-align:right";
+    const cell = htmlEl("td", {}, tr);
+    cell.style.cssText = "padding:2px 8px";
+    const strip = htmlEl("div", {}, cell);
+    strip.style.cssText = `font-family:monospace, ${FONT};line-height:1.9;white-space:normal`;
+    r.tokens.forEach((t, k) => {
+      const span = htmlEl("span", { title: `token ${k}` }, strip);
+      span.style.cssText = `background:${TINTS[k % TINTS.length]};border-radius:3px;padding:1px 0;margin-right:1px`;
+      const parts = String(t).replace(/ /g, "\u00b7").split("\n");
+      parts.forEach((s, j) => { span.append(s); if (j < parts.length - 1) { span.append("\u21b5"); htmlEl("br", {}, span); } });
+      htmlEl("wbr", {}, strip); // a long run of tokens may wrap between two tokens
+    });
+  }
+  return table;
+}
+
+const PANELS = { bars: barsPanel, hbars: hbarsPanel, points: pointsPanel, text: textPanel, tokens: tokensPanel };
+
+function panelsView(ctx) {
+  const { spec } = ctx;
+  return () => {
+    const wrap = htmlEl("div", { class: "llmbook-front-panels" });
+    if (spec.title) {
+      const t = htmlEl("div", { class: "llmbook-front-title" }, wrap, spec.title);
+      t.style.cssText = "font-size:14px;text-align:center;margin:2px 0 4px 0;max-width:1100px";
+    }
+    let row = null;
+    for (const p of spec.panels) {
+      const make = PANELS[p.type];
+      if (!make) throw new Error(`unknown panel type ${JSON.stringify(p.type)}`);
+      if (p.type === "text" || p.type === "tokens" || !row) {
+        row = htmlEl("div", {}, wrap);
+        row.style.cssText = "display:flex;flex-wrap:wrap;align-items:flex-start;gap:8px";
+      }
+      row.appendChild(make(p));
+      if (p.type === "text" || p.type === "tokens") row = null;
+    }
+    ctx.pic.replaceChildren(wrap);
+  };
+}
+
+// ------------------------------------------------------------------ bar grid ("bar_grid")
+// A grid of bar charts (spec.panels, spec.columns per row): "v" panels draw a bar per label
+// with the labels below; "h" panels a bar per label with the labels at the left, the first
+// on top. Optional: a slider keeping the first k bars of every panel (spec.top_k, trait
+// `step`; the Python side sends each panel's bars largest first) and a table of text below
+// the charts (spec.table: caption, header, rows), e.g. answers sampled from two models.
+const GRID_W = 340, GRID_LABEL = 11;
+
+// The panels as drawn with the first k bars kept (all of them when k is null), each with its
+// value-axis maximum: the panel's own vmax, else the largest value shown (x1.3 with room for
+// the value written after each bar, as the matplotlib figures of the same data).
+function barGridShown(spec, k) {
+  return spec.panels.map((p) => {
+    const n = k === null || k === undefined ? p.values.length : Math.max(1, Math.min(p.values.length, k));
+    const values = p.values.slice(0, n), labels = p.labels.slice(0, n);
+    const vmax = p.vmax || Math.max(1e-3, ...values) * (p.annotate ? 1.3 : 1.05);
+    return { ...p, values, labels, vmax };
+  });
+}
+
+function gridClip(s, maxPx, size) {
+  s = String(s);
+  if (textWidth(s, size) <= maxPx) return s;
+  while (s.length > 1 && textWidth(`${s}\u2026`, size) > maxPx) s = s.slice(0, -1);
+  return `${s}\u2026`;
+}
+
+function barGridBox(p) {
+  // margins (px) of one panel and the height of its plot area
+  const n = p.values.length;
+  const widest = Math.max(0, ...p.labels.map((s) => textWidth(s, GRID_LABEL)));
+  if (p.orient === "h") {
+    const bh = n > 12 ? 16 : 20;
+    return { left: Math.min(GRID_W * 0.42, widest + 10) + (p.ylabel ? 16 : 0), right: p.annotate ? 40 : 14, top: 24,
+      bottom: p.xlabel ? 36 : 20, plotH: n * bh };
+  }
+  const left = 50, slot = (GRID_W - left - 10) / n, rotate = widest > slot - 3;
+  const labelH = rotate ? Math.min(widest, 110) + 8 : GRID_LABEL + 8;
+  return { left, right: 10, top: 24, bottom: labelH + (p.xlabel ? 20 : 6), plotH: 170, rotate };
+}
+
+function drawBarGridPanel(svg, x, y, p, box) {
+  const g = svgEl("g", { class: "llmbook-front-grid-panel" }, svg);
+  const px = x + box.left, py = y + box.top, pw = GRID_W - box.left - box.right, ph = box.plotH, n = p.values.length;
+  const fill = PALETTE[(p.color || 0) % PALETTE.length];
+  const frac = (v) => Math.max(0, Math.min(v, p.vmax)) / p.vmax;
+  svgEl("text", { x: px + pw / 2, y: y + 15, "text-anchor": "middle", "font-size": 12 }, g, gridClip(p.title, GRID_W - 4, 12));
+  const ticks = niceTicks(0, p.vmax, p.orient === "h" ? 4 : 5);
+  if (p.orient === "h") {
+    const bh = ph / n;
+    for (const t of ticks) {
+      const tx = px + frac(t) * pw;
+      svgEl("line", { x1: tx, x2: tx, y1: py, y2: py + ph, stroke: "#000", "stroke-opacity": 0.08 }, g);
+      svgEl("text", { x: tx, y: py + ph + 13, "text-anchor": "middle", "font-size": 10 }, g, fmt(t, 3));
+    }
+    p.values.forEach((v, i) => {
+      const r = svgEl("rect", { x: px, y: py + i * bh + 2, width: frac(v) * pw, height: bh - 4, fill }, g);
+      svgEl("title", {}, r, `${p.labels[i]}: ${v}`);
+      svgEl("text", { x: px - 4, y: py + (i + 0.5) * bh + 4, "text-anchor": "end", "font-size": GRID_LABEL }, g,
+        gridClip(p.labels[i], box.left - (p.ylabel ? 20 : 6), GRID_LABEL));
+      if (p.annotate) svgEl("text", { x: px + frac(v) * pw + 3, y: py + (i + 0.5) * bh + 3.5, "font-size": 9.5 }, g, v.toFixed(2));
+    });
+    if (p.xlabel) svgEl("text", { x: px + pw / 2, y: py + ph + 30, "text-anchor": "middle", "font-size": 11 }, g, p.xlabel);
+    if (p.ylabel) svgEl("text", { transform: `translate(${x + 11},${py + ph / 2}) rotate(-90)`, "text-anchor": "middle", "font-size": 11 }, g, p.ylabel);
+  } else {
+    const bw = pw / n;
+    for (const t of ticks) {
+      const ty = py + ph - frac(t) * ph;
+      svgEl("line", { x1: px, x2: px + pw, y1: ty, y2: ty, stroke: "#000", "stroke-opacity": 0.08 }, g);
+      svgEl("text", { x: px - 4, y: ty + 3.5, "text-anchor": "end", "font-size": 10 }, g, fmt(t, 3));
+    }
+    p.values.forEach((v, i) => {
+      const h = frac(v) * ph, cx = px + (i + 0.5) * bw;
+      const r = svgEl("rect", { x: px + i * bw + 1.5, y: py + ph - h, width: Math.max(1, bw - 3), height: h, fill }, g);
+      svgEl("title", {}, r, `${p.labels[i]}: ${v}`);
+      if (p.annotate) svgEl("text", { x: cx, y: py + ph - h - 3, "text-anchor": "middle", "font-size": 9.5 }, g, v.toFixed(2));
+      const label = gridClip(p.labels[i], 110, GRID_LABEL);
+      const attrs = box.rotate
+        ? { transform: `translate(${cx + 4},${py + ph + 5}) rotate(-90)`, "text-anchor": "end", "font-size": GRID_LABEL }
+        : { x: cx, y: py + ph + 5 + GRID_LABEL, "text-anchor": "middle", "font-size": GRID_LABEL };
+      svgEl("text", attrs, g, label);
+    });
+    if (p.xlabel) svgEl("text", { x: px + pw / 2, y: py + ph + box.bottom - 5, "text-anchor": "middle", "font-size": 11 }, g, p.xlabel);
+    if (p.ylabel) svgEl("text", { transform: `translate(${x + 11},${py + ph / 2}) rotate(-90)`, "text-anchor": "middle", "font-size": 11 }, g, p.ylabel);
+  }
+  svgEl("line", { x1: px, x2: px + pw, y1: py + ph, y2: py + ph, stroke: "#444" }, g);
+  svgEl("line", { x1: px, x2: px, y1: py, y2: py + ph, stroke: "#444" }, g);
+}
+
+function barGridView(ctx) {
+  const { model, spec } = ctx;
+  const tk = spec.top_k;
+  let slider = null;
+  if (tk) slider = rangeControl(ctx.bar, tk.name || "top_k", tk.label || "top k", tk.min, tk.max, 1, (v) => ctx.set({ step: v }), 0);
+  const cols = Math.max(1, Math.min(spec.columns || 1, spec.panels.length));
+  return () => {
+    let k = null;
+    if (tk) { k = clampInt(model.get("step"), tk.min, tk.max); slider.set(k); }
+    const panels = barGridShown(spec, k), boxes = panels.map(barGridBox);
+    const gap = 24, head = spec.title ? 30 : 6;
+    const rows = [];
+    for (let i = 0; i < panels.length; i += cols) rows.push(panels.map((_, j) => j).slice(i, i + cols));
+    const rowH = rows.map((r) => Math.max(...r.map((j) => boxes[j].top + boxes[j].plotH + boxes[j].bottom)));
+    // as wide as the panels, or as the title (up to 900 px) when that is wider: panels centred below it
+    const inner = cols * GRID_W + (cols - 1) * gap;
+    const W = Math.max(inner, Math.min(900, spec.title ? textWidth(spec.title, 13) + 16 : 0));
+    const Hh = head + rowH.reduce((a, b) => a + b + 10, 0), x0 = (W - inner) / 2;
+    const svg = newSvg(W, Hh);
+    if (spec.title) {
+      svgEl("text", { x: W / 2, y: 18, "text-anchor": "middle", "font-size": 13, class: "llmbook-front-title" }, svg,
+        gridClip(spec.title, W - 8, 13));
+    }
+    let y = head;
+    rows.forEach((r, ri) => {
+      r.forEach((j, c) => drawBarGridPanel(svg, x0 + c * (GRID_W + gap), y, panels[j], boxes[j]));
+      y += rowH[ri] + 10;
+    });
+    const out = [svg];
+    if (spec.table) {
+      const wrap = htmlEl("div", { class: "llmbook-front-table" });
+      wrap.style.cssText = "font-size:13px;margin-top:4px";
+      if (spec.table.caption) htmlEl("div", {}, wrap, spec.table.caption);
+      const table = htmlEl("table", {}, wrap);
+      table.style.cssText = "border-collapse:collapse";
+      const cell = `font-family:monospace, ${FONT};padding:2px 10px;border-bottom:1px solid #eee;text-align:left`;
+      const hr = htmlEl("tr", {}, table);
+      spec.table.header.forEach((h) => { htmlEl("th", {}, hr, h).style.cssText = cell; });
+      spec.table.rows.forEach((row) => {
+        const tr = htmlEl("tr", {}, table);
+        row.forEach((v) => { htmlEl("td", {}, tr, v).style.cssText = cell; });
+      });
+      out.push(wrap);
+    }
+    ctx.pic.replaceChildren(...out);
+  };
+}
+
 // ------------------------------------------------------------------ the widget
-const VIEWS = { attention: attentionView, model_view: modelView, positional: positionalView, bpe: bpeView, bars: barsView };
+const VIEWS = { attention: attentionView, model_view: modelView, positional: positionalView, bpe: bpeView, bars: barsView, panels: panelsView, bar_grid: barGridView };
 const TRAITS = ["layer", "head", "scale", "causal", "dims", "step"];
 
 function render({ model, el }) {
