@@ -77,9 +77,9 @@ html: $(STAMP)
 # Every benchmark with one timing discipline (benchmarks/_timing.py: warm-up, alternating
 # repeats, paired ratios, one torch thread timed in CPU seconds unless BENCH_THREADS says
 # otherwise), in BENCH_SESSIONS fresh processes each (one pass of all the scripts, then the
-# next pass), then one report: benchmarks/results.json (sessions pooled: median, IQR widened
-# to every session's median), a markdown table, and README.md's performance table
-# regenerated from it. About 6 minutes on 2 idle cores.
+# next pass), then one report: benchmarks/results.json (sessions pooled: the median and the
+# min-max of all samples), a markdown table, and README.md's performance table
+# regenerated from it. About 8 minutes on 2 idle cores.
 # `make bench BENCH_QUICK=1` is a smoke test (tiny sizes, one session; never touches results.json).
 BENCHES := bench_tokenizers bench_attention bench_gpt bench_bert bench_llama bench_decoding bench_flash
 BENCH_QUICK ?=

@@ -38,9 +38,11 @@ benchmark here does the same four things:
    another, so each metric's sessions lie minutes apart. With ``S`` sessions each
    ``measure`` call runs ``session_repeats(n)`` = max(3, ceil(1.5 n / S)) rounds instead of
    ``n``; ``benchmarks/report.py`` pools the sessions of a metric (``pool_sessions``): the
-   value is the median of all pooled pairs, the spread their interquartile range widened
-   to take in every session's own median. The spread then says how far a re-run can move
-   the number, not only how noisy one process was.
+   value is the median of all pooled pairs, the spread their full range (min-max). An
+   interquartile range, even one widened to every session's median, proved narrower than
+   the drift between runs ten minutes apart (3 of 24 ratios apart over three runs); the
+   full range of samples from three processes is what a re-run can move the number by.
+   A script run on its own (one session) reports the interquartile range of its rounds.
 
 The thread count is fixed (``set_threads``, default one thread: ``BENCH_THREADS`` changes it)
 and printed with the machine. With one thread the clock is the CPU time of the process
@@ -201,15 +203,15 @@ def session_repeats(repeats: int, n_sessions: int | None = None) -> int:
 def pool_sessions(metrics: list[dict]) -> dict:
     """One metric measured in several sessions (each a ``Results`` entry) as one entry.
 
-    Value: the median of every session's paired samples pooled. Spread: the pooled
-    interquartile range widened to include each session's median, so that it covers the
-    drift between processes as well as the noise within one. Entries without samples (a
-    single number per session) pool to the median of the numbers and their min-max.
+    Value: the median of every session's paired samples pooled. Spread: the smallest and
+    the largest pooled sample (min-max), so that it covers the drift between processes as
+    well as the noise within one; each session's median is kept beside it. Entries without
+    samples (a single number per session) pool to the median of the numbers and their min-max.
 
     >>> m = lambda xs: {"value": statistics.median(xs), "samples": xs, "goal": "<= 1.5", "ratio_of_medians": 1.0}
     >>> p = pool_sessions([m([1.0, 1.1, 1.2]), m([1.3, 1.4, 1.5]), m([1.1, 1.2, 1.3])])
     >>> p["value"], p["spread"], p["session_medians"], p["repeats"], p["goal_holds_pessimistic"]
-    (1.2, [1.1, 1.4], [1.1, 1.4, 1.2], 9, True)
+    (1.2, [1.0, 1.5], [1.1, 1.4, 1.2], 9, True)
     """
     if not metrics:
         raise ValueError("metrics is empty: need the entry of at least one session")
@@ -218,9 +220,8 @@ def pool_sessions(metrics: list[dict]) -> dict:
         pooled = [x for m in metrics for x in m["samples"]]
         per_session = [statistics.median(m["samples"]) for m in metrics]
         value = statistics.median(pooled)
-        q1, q3 = quartiles(pooled)
-        kind = (f"interquartile range of the {len(pooled)} pooled samples, widened to the medians of "
-                f"{len(metrics)} sessions (separate processes)")
+        q1, q3 = min(pooled), max(pooled)
+        kind = f"min-max of the {len(pooled)} samples pooled from {len(metrics)} sessions (separate processes)"
         n = len(pooled)
     else:
         per_session = [float(m["value"]) for m in metrics]

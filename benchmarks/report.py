@@ -130,8 +130,8 @@ def table(report: dict) -> str:
                 f"1-minute load average {loads[0]:g} to {loads[-1]:g} while it ran. Value: the median of "
                 f"the paired ratios (or of the times) over n alternating rounds"
                 + (f", pooled from {n_sess} sessions (separate processes, one pass of every benchmark after "
-                   f"another); Spread: their interquartile range, widened to include each session's median "
-                   f"(so it covers the drift between runs, not only the noise within one)"
+                   f"another); Spread: the smallest to the largest of them (so it covers the drift between "
+                   f"runs, not only the noise within one)"
                    if n_sess > 1 else "; Spread: their interquartile range")
                 + ". Source: `benchmarks/results.json`.")
     return "\n".join(rows)
