@@ -64,18 +64,22 @@ def next_char_bar(chars: Sequence[str], probs: Sequence[float] | torch.Tensor, t
     return fig
 
 
-def render_next_char(model: CharNGramLM, prompt: str, temperature: float = 1.0, top: int = 20) -> Figure:
-    """Draw p(next character | prompt) of ``model`` at ``temperature``.
-
-    Raises a ValueError for an empty prompt or one with characters the model never saw
-    (the explorer shows it inline).
-    """
+def _check_model_prompt(model: CharNGramLM, prompt: str) -> None:
     if not isinstance(model, CharNGramLM):
         raise TypeError(f"model must be a CharNGramLM, got {type(model).__name__}")
     if not isinstance(prompt, str):
         raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
     if not prompt:
         raise ValueError("the prompt is empty: type at least one character for the model to continue")
+
+
+def render_next_char(model: CharNGramLM, prompt: str, temperature: float = 1.0, top: int = 20) -> Figure:
+    """Draw p(next character | prompt) of ``model`` at ``temperature``.
+
+    Raises a ValueError for an empty prompt or one with characters the model never saw
+    (the explorer shows it inline).
+    """
+    _check_model_prompt(model, prompt)
     chars, probs = model.prob_next(prompt, temperature=temperature)
     return next_char_bar(chars, probs, title=_title(model, prompt, temperature), top=top)
 
@@ -105,12 +109,7 @@ def next_char_spec(model: CharNGramLM, prompt: str, temperature: float = 1.0, to
 
     Same checks and errors as ``render_next_char``.
     """
-    if not isinstance(model, CharNGramLM):
-        raise TypeError(f"model must be a CharNGramLM, got {type(model).__name__}")
-    if not isinstance(prompt, str):
-        raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
-    if not prompt:
-        raise ValueError("the prompt is empty: type at least one character for the model to continue")
+    _check_model_prompt(model, prompt)
     if not isinstance(top, int) or isinstance(top, bool) or top < 1:
         raise ValueError(f"top must be an int >= 1, got {reprlib.repr(top)}")
     chars, probs = model.prob_next(prompt, temperature=temperature)
