@@ -13,7 +13,7 @@ from llmbook.gpt import GPT, GPTConfig  # noqa: E402
 from llmbook.llama import Llama, LlamaConfig  # noqa: E402
 from llmbook.post_training import score_answers  # noqa: E402
 from llmbook.sampling import sample_next  # noqa: E402
-from llmbook.viz.frontend import ResultCache  # noqa: E402
+from llmbook.viz.frontend import ResultMemo  # noqa: E402
 from llmbook.viz.post_training import (answer_probs, checkpoint_data, checkpoint_explorer,  # noqa: E402
                                        checkpoint_render, checkpoint_spec, comparison_figure, next_token_probs,
                                        sample_answers)
@@ -211,7 +211,7 @@ def test_explorer_reuses_what_it_computed(setup):
 
 
 def test_cache_is_bounded_and_keeps_no_failure():
-    c = ResultCache(2)
+    c = ResultMemo(2)
     assert [c.get(k, lambda k=k: k * 10) for k in (1, 2, 1, 3)] == [10, 20, 10, 30]
     assert len(c) == 2 and (c.hits, c.misses) == (1, 3)
     assert c.get(2, lambda: "new") == "new"             # 2 was the least recently used: dropped
@@ -219,13 +219,13 @@ def test_cache_is_bounded_and_keeps_no_failure():
         c.get(9, lambda: (_ for _ in ()).throw(RuntimeError("boom")))
     assert c.get(9, lambda: 90) == 90
     with pytest.raises(ValueError, match="size"):
-        ResultCache(0)
+        ResultMemo(0)
 
 
 def test_seed_is_checked_before_the_cache(setup):
     models, vocab = setup
     args = dict(prompt=PROMPTS[0], checkpoint="SFT", against="base", temperature=1.0, max_new=3)
-    cache = ResultCache()
+    cache = ResultMemo()
     checkpoint_data(models, vocab.encode, vocab.decode, seed=1, cache=cache, **args)
     with pytest.raises(ValueError, match="seed must be an int"):
         checkpoint_data(models, vocab.encode, vocab.decode, seed=True, cache=cache, **args)

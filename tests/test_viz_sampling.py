@@ -11,7 +11,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from llmbook.charvocab import CharVocab  # noqa: E402
 from llmbook.gpt import GPT, GPTConfig  # noqa: E402
 from llmbook.viz.sampling import (  # noqa: E402
-    FILTERED, SamplingCache, next_token_figure, sampling_data, sampling_explorer, sampling_render, sampling_spec, token_label,
+    FILTERED, SamplingMemo, next_token_figure, sampling_data, sampling_explorer, sampling_render, sampling_spec, token_label,
 )
 from llmbook.viz.style import PALETTE  # noqa: E402
 
@@ -83,7 +83,7 @@ def test_errors_do_not_echo_a_long_input(model_vocab):
 
 def test_spec_matches_the_python_computation(model_vocab):
     model, vocab = model_vocab
-    cache = SamplingCache(model, vocab, n_new=12)
+    cache = SamplingMemo(model, vocab, n_new=12)
     spec = sampling_spec(cache, "ab", 0.7, 4, 0.9, 3)
     assert spec["kind"] == "panels"
     assert spec["title"] == "temperature 0.70, top_k 4, top_p 0.90, seed 3"
@@ -149,7 +149,7 @@ def test_cache_reuses_the_logits_and_continuations(model_vocab, monkeypatch):
 def test_spec_bad_input_names_the_parameter(model_vocab, args, match):
     model, vocab = model_vocab
     with pytest.raises(ValueError, match=match):
-        sampling_spec(SamplingCache(model, vocab, n_new=3), *args)
+        sampling_spec(SamplingMemo(model, vocab, n_new=3), *args)
 
 
 def test_explorer_error_greys_the_browser_view(model_vocab):

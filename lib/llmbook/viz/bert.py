@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
-from .frontend import FrontControl, FrontView, ResultCache, bar_grid_spec, bar_panel
+from .frontend import FrontControl, FrontView, ResultMemo, bar_grid_spec, bar_panel
 from .style import PALETTE
 from .widget import Explorer
 
@@ -179,7 +179,7 @@ def _check_top_k(top_k) -> int:
     return top_k
 
 
-def masked_word_data(predict: Callable[..., tuple], sentence: str, word: str, cache: Optional[ResultCache] = None) -> dict:
+def masked_word_data(predict: Callable[..., tuple], sentence: str, word: str, cache: Optional[ResultMemo] = None) -> dict:
     """The masked sentence and the model's top ``TOP_K_MAX`` pieces at each [MASK].
 
     Returns ``{"text", "tokens", "predictions", "title"}`` (``predictions`` as from
@@ -192,7 +192,7 @@ def masked_word_data(predict: Callable[..., tuple], sentence: str, word: str, ca
     if not sentence.strip():
         raise ValueError("the sentence is empty: type a sentence with [MASK] in it")
     text = mask_word(sentence, word)
-    cache = cache if cache is not None else ResultCache()
+    cache = cache if cache is not None else ResultMemo()
     tokens, preds = cache.get(text, lambda: predict(text, top_k=TOP_K_MAX))
     # predict keeps the first max_position pieces: a cut input no longer ends with [SEP]
     cut = bool(tokens) and tokens[-1] != "[SEP]"
@@ -243,7 +243,7 @@ def masked_word_explorer(
     if word not in choices:
         shown = choices if len(choices) <= 8 else choices[:8] + ["..."]
         raise ValueError(f"word must be one of {shown}, got {reprlib.repr(word)}")
-    cache = ResultCache(size=64)
+    cache = ResultMemo(size=64)
 
     def render(sentence: str, word: str, top_k: int) -> Figure:
         data = masked_word_data(predict, sentence, word, cache)

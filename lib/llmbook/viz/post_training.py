@@ -36,7 +36,7 @@ from matplotlib.figure import Figure
 from ..kv_cache import KVCache
 from ..post_training import pad_batch, sequence_logprobs, sft_example
 from ..sampling import sample_next
-from .frontend import FrontView, ResultCache, bar_grid_spec, bar_panel
+from .frontend import FrontView, ResultMemo, bar_grid_spec, bar_panel
 from .sampling import token_label
 from .style import PALETTE
 from .widget import Explorer
@@ -208,7 +208,7 @@ def comparison_figure(probs: Sequence, labels: Sequence[str], names: Sequence[st
 def checkpoint_data(models: Mapping[str, torch.nn.Module], encode: Callable[[str], list[int]],
                     decode: Callable[[list[int]], str], prompt: str, checkpoint: str, against: str,
                     temperature: float, seed: int, custom: str = "", candidates: Sequence[str] | None = None,
-                    n_samples: int = 3, max_new: int = 16, stop: str = "\n", cache: ResultCache | None = None) -> dict:
+                    n_samples: int = 3, max_new: int = 16, stop: str = "\n", cache: ResultMemo | None = None) -> dict:
     """What the comparer shows, computed once: for ``names = [checkpoint, against]``, the
     next-token distributions ``probs`` (one (V,) vector each), the whole-answer distributions
     ``answer_p`` (None without ``candidates``) and the decoded ``samples`` (``n_samples`` each).
@@ -232,7 +232,7 @@ def checkpoint_data(models: Mapping[str, torch.nn.Module], encode: Callable[[str
         raise ValueError(f"seed must be an int, got {reprlib.repr(seed)}")
     stop_ids = encode(stop) if stop else []
     cand_ids = [encode(c) for c in candidates] if candidates else None
-    cache = cache if cache is not None else ResultCache()
+    cache = cache if cache is not None else ResultMemo()
     key = tuple(_check_ids(ids))
     names = [checkpoint, against]
     probs = [cache.get(("next", key, n), lambda n=n: next_token_probs(models[n], ids)) for n in names]
@@ -278,7 +278,7 @@ def checkpoint_spec(data: dict, decode: Callable[[list[int]], str], top_n: int =
 def checkpoint_render(models: Mapping[str, torch.nn.Module], encode: Callable[[str], list[int]],
                       decode: Callable[[list[int]], str], prompt: str, checkpoint: str, against: str,
                       temperature: float, seed: int, custom: str = "", candidates: Sequence[str] | None = None,
-                      n_samples: int = 3, max_new: int = 16, stop: str = "\n", cache: ResultCache | None = None) -> list:
+                      n_samples: int = 3, max_new: int = 16, stop: str = "\n", cache: ResultMemo | None = None) -> list:
     """Figure (next-token and whole-answer distributions of two checkpoints) and an HTML table of sampled answers.
 
     The arguments and errors are those of :func:`checkpoint_data`.
@@ -306,7 +306,7 @@ def checkpoint_explorer(models: Mapping[str, torch.nn.Module], encode: Callable[
     ``temperature`` and ``seed`` over ``models`` (name -> model, e.g. base / SFT / LoRA / DPO).
 
     The picture is drawn in the browser from ``checkpoint_spec``; ``explorer.cache`` (a
-    :class:`ResultCache`) keeps the distributions and samples already computed.
+    :class:`ResultMemo`) keeps the distributions and samples already computed.
     """
     if not isinstance(models, Mapping) or len(models) < 2:
         raise ValueError("models must map at least two names to models")
@@ -331,7 +331,7 @@ def checkpoint_explorer(models: Mapping[str, torch.nn.Module], encode: Callable[
         "seed": widgets.IntText(value=seed, description="seed", style=wide),
     }
 
-    cache = ResultCache(size=64)
+    cache = ResultMemo(size=64)
     fixed = dict(candidates=candidates, n_samples=n_samples, max_new=max_new, stop=stop, cache=cache)
 
     def render(**values):

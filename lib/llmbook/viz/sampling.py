@@ -7,7 +7,7 @@ top-k / top-p sliders and a seed to it and adds a sampled continuation.
 top_k = 0 and top_p = 1 mean "no filter"; temperature = 0 is greedy decoding.
 
 The explorer draws in the browser (a ``panels`` view of ``llmbook.viz.frontend``):
-``sampling_spec`` sends the bars and the continuation; a :class:`SamplingCache` keeps the
+``sampling_spec`` sends the bars and the continuation; a :class:`SamplingMemo` keeps the
 logits per prompt and the continuation per setting, so only what a move changes is
 computed. ``sampling_render`` draws the same numbers with matplotlib (the static picture).
 """
@@ -30,7 +30,7 @@ from .frontend import FrontView, round_sig
 from .style import PALETTE
 from .widget import Explorer
 
-__all__ = ["token_label", "next_token_figure", "SamplingCache", "sampling_data", "sampling_spec", "sampling_render",
+__all__ = ["token_label", "next_token_figure", "SamplingMemo", "sampling_data", "sampling_spec", "sampling_render",
            "sampling_explorer"]
 
 FILTERED = "#bbbbbb"  # bars of tokens the filters removed
@@ -68,7 +68,7 @@ def next_token_figure(probs, labels: Sequence[str], kept, top_n: int = 20, title
     return fig
 
 
-class SamplingCache:
+class SamplingMemo:
     """What the sampling explorer computed, kept so a move redoes only what changed.
 
     - ``logits(prompt)``: the model's next-token logits after a prompt (one forward pass
@@ -137,7 +137,7 @@ class SamplingCache:
         return self._remember(self._texts, key, self.vocab.decode(out[0, ids.shape[1]:]))
 
 
-def sampling_data(cache: SamplingCache, prompt: str, temperature: float, top_k: int, top_p: float, seed: int) -> dict:
+def sampling_data(cache: SamplingMemo, prompt: str, temperature: float, top_k: int, top_p: float, seed: int) -> dict:
     """The numbers both views draw: next-token ``probs`` (at ``temperature``; at 1 when
     greedy), the ``kept`` mask of the filters, the token ``labels`` and the sampled ``text``.
 
@@ -167,7 +167,7 @@ def _distribution_title(probs: torch.Tensor, kept: torch.Tensor) -> str:
             f"kept mass {float(probs[kept].sum()):.2f}")
 
 
-def sampling_spec(cache: SamplingCache, prompt: str, temperature: float, top_k: int, top_p: float, seed: int,
+def sampling_spec(cache: SamplingMemo, prompt: str, temperature: float, top_k: int, top_p: float, seed: int,
                   top_n: int = 20) -> dict:
     """The browser view's data: the ``top_n`` most probable tokens as bars (blue kept,
     grey filtered out) and the prompt with its sampled continuation."""
@@ -192,13 +192,13 @@ def sampling_spec(cache: SamplingCache, prompt: str, temperature: float, top_k: 
 
 
 def sampling_render(model, vocab, prompt: str, temperature: float, top_k: int, top_p: float, seed: int,
-                    n_new: int = 80, cache: SamplingCache | None = None) -> list:
+                    n_new: int = 80, cache: SamplingMemo | None = None) -> list:
     """Figure of the next-token distribution for ``prompt`` and an HTML continuation.
 
     ``top_k=0`` and ``top_p=1`` switch those filters off. Raises ValueError on an empty
     prompt, characters outside the vocabulary, or bad sampling values.
     """
-    cache = cache if cache is not None else SamplingCache(model, vocab, n_new)
+    cache = cache if cache is not None else SamplingMemo(model, vocab, n_new)
     d = sampling_data(cache, prompt, temperature, top_k, top_p, seed)
     fig = next_token_figure(d["probs"], d["labels"], d["kept"], title=None)
     body = (f'<div style="font-family:monospace;white-space:pre-wrap;border:1px solid #ddd;padding:6px">'
@@ -216,7 +216,7 @@ def sampling_explorer(model, vocab, prompt: str = "ROMEO:\nO, ", temperature: fl
     """
     if not hasattr(model, "generate") or not hasattr(vocab, "encode_tensor"):
         raise TypeError("model must be a llmbook GPT and vocab a CharVocab")
-    cache = SamplingCache(model, vocab, n_new)
+    cache = SamplingMemo(model, vocab, n_new)
     wide = {"description_width": "110px"}  # room for the full labels
     controls = {
         # A text area, not a one-line box: a one-line box drops the prompt's line breaks.

@@ -18,7 +18,7 @@ chose; moving them never waits for the kernel.
   the frame chosen in the browser with the ``step`` slider, on one value axis.
 - ``bar_panel(labels, values, ...)``, ``bar_grid_spec(panels, ...)``: a grid of bar charts
   (vertical or horizontal), optionally cut to the top k bars by a browser slider, and a table of text.
-- ``ResultCache``: a small least-recently-used store, so an explorer computes the data for one
+- ``ResultMemo``: a small least-recently-used store, so an explorer computes the data for one
   input once (a model's forward pass per prompt, say) and reuses it when the reader comes back.
 - ``RENDER_JS``: the module's source, also inlined by ``scripts/build_html.py``.
 
@@ -37,7 +37,7 @@ import anywidget
 import numpy as np
 import traitlets
 
-__all__ = ["FrontView", "FrontControl", "round_sig", "bars_spec", "bar_panel", "bar_grid_spec", "ResultCache", "RENDER_JS", "KINDS"]
+__all__ = ["FrontView", "FrontControl", "round_sig", "bars_spec", "bar_panel", "bar_grid_spec", "ResultMemo", "RENDER_JS", "KINDS"]
 
 RENDER_JS = (Path(__file__).parent / "render.js").read_text(encoding="utf-8")
 KINDS = ("attention", "model_view", "positional", "bpe", "bars", "panels", "bar_grid")
@@ -162,13 +162,13 @@ def bar_grid_spec(panels: Sequence[dict], title: str = "", columns: int = 2, top
     return spec
 
 
-class ResultCache:
+class ResultMemo:
     """A small least-recently-used store: ``get(key, compute)`` returns the kept value for
     ``key`` or calls ``compute()`` and keeps its result (at most ``size`` entries).
 
     ``hits`` and ``misses`` count the look-ups (the tests read them).
 
-    >>> c = ResultCache(2); c.get("a", lambda: 1), c.get("a", lambda: 2), (c.hits, c.misses)
+    >>> c = ResultMemo(2); c.get("a", lambda: 1), c.get("a", lambda: 2), (c.hits, c.misses)
     (1, 1, (1, 1))
     """
 
