@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import html
 import reprlib
-from collections import OrderedDict
 from typing import Sequence
 
 import ipywidgets as widgets
@@ -26,7 +25,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ..sampling import kept_mask
-from .frontend import FrontView, round_sig
+from .frontend import FrontView, ResultMemo, round_sig
 from .style import PALETTE
 from .widget import Explorer
 
@@ -86,8 +85,7 @@ class SamplingMemo:
         if isinstance(n_new, bool) or not isinstance(n_new, int) or n_new < 0:
             raise ValueError(f"n_new must be a non-negative int, got {reprlib.repr(n_new)}")
         self.model, self.vocab, self.n_new, self.size = model, vocab, n_new, size
-        self._logits: OrderedDict = OrderedDict()
-        self._texts: OrderedDict = OrderedDict()
+        self._logits, self._texts = ResultMemo(size), ResultMemo(size)
         self._labels: list[str] | None = None
         self.calls = 0
         self.generations = 0
@@ -97,13 +95,6 @@ class SamplingMemo:
         if self._labels is None:
             self._labels = [self.vocab.decode([i]) for i in range(len(self.vocab))]
         return self._labels
-
-    def _remember(self, store: OrderedDict, key, value):
-        store[key] = value
-        store.move_to_end(key)
-        while len(store) > self.size:
-            store.popitem(last=False)
-        return value
 
     def _ids(self, prompt: str) -> torch.Tensor:
         if not isinstance(prompt, str) or not prompt:
@@ -115,26 +106,25 @@ class SamplingMemo:
     @torch.no_grad()
     def logits(self, prompt: str) -> torch.Tensor:
         """(V,) float CPU logits of the next token after ``prompt`` (computed once per prompt)."""
-        if prompt in self._logits:
-            self._logits.move_to_end(prompt)
-            return self._logits[prompt]
-        ids = self._ids(prompt)
-        self.model.eval()
-        self.calls += 1
-        return self._remember(self._logits, prompt, self.model(ids)[0][0, -1].float().cpu())
+        def forward():
+            ids = self._ids(prompt)
+            self.model.eval()
+            self.calls += 1
+            return self.model(ids)[0][0, -1].float().cpu()
+
+        return self._logits.get(prompt, forward)
 
     @torch.no_grad()
     def continuation(self, prompt: str, temperature: float, top_k: int | None, top_p: float | None, seed: int) -> str:
         """``n_new`` characters sampled after ``prompt`` with these settings and ``seed``."""
-        key = (prompt, float(temperature), top_k, top_p, seed)
-        if key in self._texts:
-            self._texts.move_to_end(key)
-            return self._texts[key]
-        ids = self._ids(prompt)
-        g = torch.Generator(device=ids.device).manual_seed(seed)
-        self.generations += 1
-        out = self.model.generate(ids, self.n_new, temperature=temperature, top_k=top_k, top_p=top_p, generator=g)
-        return self._remember(self._texts, key, self.vocab.decode(out[0, ids.shape[1]:]))
+        def sample():
+            ids = self._ids(prompt)
+            g = torch.Generator(device=ids.device).manual_seed(seed)
+            self.generations += 1
+            out = self.model.generate(ids, self.n_new, temperature=temperature, top_k=top_k, top_p=top_p, generator=g)
+            return self.vocab.decode(out[0, ids.shape[1]:])
+
+        return self._texts.get((prompt, float(temperature), top_k, top_p, seed), sample)
 
 
 def sampling_data(cache: SamplingMemo, prompt: str, temperature: float, top_k: int, top_p: float, seed: int) -> dict:
