@@ -23,7 +23,7 @@ export HF_DATASETS_OFFLINE := 1
 # Rust tokenizers warn on stderr after a fork; the notebooks' stderr is compared by nbval.
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test setup test-unit test-notebooks test-browser bench bench-widgets clean-venv
+.PHONY: lab test setup test-unit test-notebooks test-kernels test-browser bench bench-widgets clean-venv
 
 setup: $(STAMP)
 
@@ -53,18 +53,40 @@ test: $(STAMP)
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests lib/llmbook --ignore=tests/browser -m "not browser" $(PYTEST_ARGS)
 
+# The kernel path nbval runs under. torch picks its CPU kernels by the CPU (no SIMD, AVX2,
+# AVX-512), and a seeded training run can land elsewhere on each path, so the committed
+# outputs are made under AVX2, the path of most readers' x86 CPUs, and `make test` pins it
+# wherever the CPU has AVX2 (ATEN_CPU_CAPABILITY=avx2; an AVX-512 CPU then runs the AVX2
+# kernels). Elsewhere (ARM, old x86) torch's own choice stands. `make test-kernels` runs the
+# book under every path the CPU supports, so that nothing the book asserts depends on it.
+KERNEL_PATH ?= $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo avx2)
+KERNEL_ENV  := $(if $(KERNEL_PATH),ATEN_CPU_CAPABILITY=$(KERNEL_PATH))
+# The paths this CPU can run: default (no SIMD) on any x86, then avx2 and avx512 when present.
+KERNEL_PATHS ?= $(shell grep -qw sse4_2 /proc/cpuinfo 2>/dev/null && echo default; \
+	grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo avx2; grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo avx512)
+
 # Running the book must leave the working tree as it was (no notebook rewrites a tracked
 # file; committed results come only from scripts run on purpose): git status is compared
 # before and after, and any difference fails the suite.
 test-notebooks: $(STAMP)
 	@git status --porcelain --untracked-files=all > .git/llmbook-status-before 2>/dev/null || true; \
-	$(BIN)/python -m pytest -q --nbval notebooks --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	$(KERNEL_ENV) $(BIN)/python -m pytest -q --nbval notebooks --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--nbval-cell-timeout=600 --nbval-current-env --durations=0 $(PYTEST_ARGS); rc=$$?; \
 	if git status --porcelain --untracked-files=all > .git/llmbook-status-after 2>/dev/null && \
 	   ! cmp -s .git/llmbook-status-before .git/llmbook-status-after; then \
 		echo "== running the notebooks changed the working tree (git status before / after):"; \
 		diff .git/llmbook-status-before .git/llmbook-status-after; rc=1; \
 	fi; exit $$rc
+
+# nbval of the book under each kernel path in KERNEL_PATHS (default avx2 avx512 where the CPU
+# has them), one after another; PYTEST_ARGS narrows it (for example to one notebook). Every path
+# must pass: what the book prints or asserts must not depend on the kernels torch picks.
+test-kernels: $(STAMP)
+	@fail=""; for k in $(KERNEL_PATHS); do \
+		echo "== nbval under ATEN_CPU_CAPABILITY=$$k"; \
+		$(MAKE) --no-print-directory test-notebooks KERNEL_PATH=$$k || fail="$$fail $$k"; \
+	done; if [ -n "$$fail" ]; then echo "== make test-kernels: failed under:$$fail"; exit 1; fi; \
+	echo "== make test-kernels: passed under $(KERNEL_PATHS)"
 
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
