@@ -58,11 +58,71 @@ def test_ordinary_templates_still_render():
     assert render_chat("{{ messages | map(attribute='role') | join(',') }}", CHAT * 2) == "user,user"
 
 
+ROOT = LIB.parents[1]
+BANNED_CALLS = {"eval", "exec", "compile", "__import__"}
+BANNED_ATTRS = {("torch", "load"), ("pickle", "load"), ("pickle", "loads"), ("yaml", "load"), ("marshal", "loads")}
+
+
+def code_deserialisers(tree: ast.AST, where: str) -> list[str]:
+    """Calls that can run code read from data: eval/exec/compile/__import__, pickle, marshal,
+    yaml.load and torch.load (unless torch.load is told ``weights_only=True``)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) else [])
+            if any(n and n.split(".")[0] in {"pickle", "dill", "marshal", "shelve"} for n in names):
+                found.append(f"{where}:{node.lineno} imports {names}")
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id in BANNED_CALLS:
+                found.append(f"{where}:{node.lineno} calls {f.id}()")
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (f.value.id, f.attr) in BANNED_ATTRS:
+                safe = (f.value.id, f.attr) == ("torch", "load") and any(
+                    k.arg == "weights_only" and isinstance(k.value, ast.Constant) and k.value.value is True
+                    for k in node.keywords)
+                if not safe:
+                    found.append(f"{where}:{node.lineno} calls {f.value.id}.{f.attr}()")
+    return found
+
+
+def _notebook_cells(path: Path):
+    import json
+    for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+        if cell["cell_type"] == "code":
+            src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            # IPython magics and shell escapes are not Python
+            src = "\n".join("" if l.lstrip().startswith(("%", "!")) else l for l in src.splitlines())
+            yield i, src
+
+
+def test_scanner_catches_planted_calls():
+    tree = ast.parse("cfg = eval(meta['cfg'], {})\nimport pickle\nw = torch.load(p)\nok = torch.load(p, weights_only=True)")
+    found = code_deserialisers(tree, "x")
+    assert sorted(f.split(" ", 1)[1] for f in found) == ["calls eval()", "calls torch.load()", "imports ['pickle']"]
+
+
+def test_notebooks_scripts_and_benchmarks_never_deserialise_code():
+    """Issue 32: no eval/exec on anything read from a file anywhere; notebooks, scripts and
+    benchmarks are scanned like the library (a crafted checkpoint must not run code)."""
+    found = []
+    for folder in ("scripts", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            found += code_deserialisers(ast.parse(path.read_text(encoding="utf-8")), f"{folder}/{path.name}")
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for i, src in _notebook_cells(path):
+            try:
+                tree = ast.parse(src)
+            except SyntaxError:
+                continue
+            found += code_deserialisers(tree, f"{path.name} cell {i}")
+    assert not found, found
+
+
 def test_library_never_deserialises_code():
     """No pickle, torch.load, eval/exec or yaml.load anywhere in lib/ (checkpoints are safetensors,
     tokenizers JSON)."""
-    banned_calls = {"eval", "exec", "compile", "__import__"}
-    banned_attrs = {("torch", "load"), ("pickle", "load"), ("pickle", "loads"), ("yaml", "load"), ("marshal", "loads")}
+    banned_calls = BANNED_CALLS
+    banned_attrs = BANNED_ATTRS
     found = []
     for path in sorted(LIB.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
