@@ -157,29 +157,111 @@ def test_sdpa_bad_input():
 def test_additive_attention_explicit_loop_and_module():
     g = torch.Generator().manual_seed(0)
     q, k, v = torch.randn(2, 3, 4, generator=g), torch.randn(2, 5, 6, generator=g), torch.randn(2, 5, 2, generator=g)
-    Wq, Wk, w = torch.randn(7, 4, generator=g), torch.randn(7, 6, generator=g), torch.randn(7, generator=g)
-    out, att = additive_attention(q, k, v, Wq, Wk, w, return_weights=True)
+    Wq, Wk, w, b = (torch.randn(7, 4, generator=g), torch.randn(7, 6, generator=g), torch.randn(7, generator=g),
+                    torch.randn(7, generator=g))
+    out, att = additive_attention(q, k, v, Wq, Wk, w, return_weights=True, b=b)
     scores = torch.empty(2, 3, 5)
-    for b in range(2):
+    for bi in range(2):
         for i in range(3):
             for j in range(5):
-                scores[b, i, j] = w @ torch.tanh(Wq @ q[b, i] + Wk @ k[b, j])
+                scores[bi, i, j] = w @ torch.tanh(Wq @ q[bi, i] + Wk @ k[bi, j] + b)
     torch.testing.assert_close(att, scores.softmax(-1))
     torch.testing.assert_close(out, scores.softmax(-1) @ v)
     mod = AdditiveAttention(4, 6, 7)
     with torch.no_grad():
         mod.W_q.weight.copy_(Wq)
         mod.W_k.weight.copy_(Wk)
+        mod.W_k.bias.copy_(b)
         mod.w.weight.copy_(w[None])
     torch.testing.assert_close(mod(q, k, v), out)
+    # without the bias: the function's default, the module's bias=False
+    nob = AdditiveAttention(4, 6, 7, bias=False)
+    assert nob.W_k.bias is None
+    with torch.no_grad():
+        nob.W_q.weight.copy_(Wq), nob.W_k.weight.copy_(Wk), nob.w.weight.copy_(w[None])
+    torch.testing.assert_close(nob(q, k, v), additive_attention(q, k, v, Wq, Wk, w))
     m = torch.ones(3, 5, dtype=torch.bool)
     m[:, 2] = False
     _, att_m = additive_attention(q, k, v, Wq, Wk, w, mask=m, return_weights=True)
     assert (att_m[..., 2] == 0).all()
     with pytest.raises(ValueError, match="W_q"):
         additive_attention(q, k, v, Wk, Wk, w)
-    with pytest.raises(ValueError, match="d_hidden"):
-        AdditiveAttention(4, 6, 0)
+    with pytest.raises(ValueError, match="b must"):
+        additive_attention(q, k, v, Wq, Wk, w, b=torch.zeros(3))
+
+
+def test_additive_module_one_query_per_row_is_many_queries_with_tq_1():
+    # chapter 2b's decoder step (query (B, d)) and chapter 3's batch of queries (B, Tq, d): one computation
+    torch.manual_seed(0)
+    att = AdditiveAttention(5, 6, 7)
+    g = torch.Generator().manual_seed(1)
+    q, k, v = torch.randn(4, 5, generator=g), torch.randn(4, 9, 6, generator=g), torch.randn(4, 9, 3, generator=g)
+    mask = torch.arange(9)[None, :] < torch.tensor([[9], [1], [4], [7]])
+    out, w = att(q, k, v, mask=mask, return_weights=True)
+    out3, w3 = att(q[:, None], k, v, mask=mask[:, None], return_weights=True)
+    assert out.shape == (4, 3) and w.shape == (4, 9)
+    torch.testing.assert_close((out, w), (out3[:, 0], w3[:, 0]))
+    torch.testing.assert_close(att(q, k), att(q, k, k))  # values default to the keys
+
+
+def _unit_attention() -> AdditiveAttention:
+    """d_query = d_key = d_attn = 1 with W = 2, U = 1, bias 0.5, v = 3: a score we can do by hand."""
+    att = AdditiveAttention(1, 1, 1)
+    with torch.no_grad():
+        att.W_q.weight.fill_(2.0)  # chapter 2b's W
+        att.W_k.weight.fill_(1.0)  # U
+        att.W_k.bias.fill_(0.5)  # b
+        att.w.weight.fill_(3.0)  # v
+    return att
+
+
+def test_additive_attention_equals_the_hand_computation():
+    att = _unit_attention()
+    q, keys = 0.25, [-1.0, 0.0, 2.0]
+    ctx, w = att(torch.tensor([[q]]), torch.tensor([[[k] for k in keys]]), return_weights=True)
+    scores = [3.0 * math.tanh(2.0 * q + 1.0 * k + 0.5) for k in keys]  # e_j = v tanh(W q + U k_j + b)
+    z = sum(math.exp(s) for s in scores)
+    expected = [math.exp(s) / z for s in scores]
+    torch.testing.assert_close(w[0], torch.tensor(expected), rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(ctx[0, 0], torch.tensor(sum(a * k for a, k in zip(expected, keys))), rtol=1e-6, atol=1e-7)
+    # a masked key gets weight 0; the others share the mass in the same ratio
+    ctx_m, w_m = att(torch.tensor([[q]]), torch.tensor([[[k] for k in keys]]), mask=torch.tensor([[True, True, False]]),
+                     return_weights=True)
+    z2 = math.exp(scores[0]) + math.exp(scores[1])
+    torch.testing.assert_close(w_m[0], torch.tensor([math.exp(scores[0]) / z2, math.exp(scores[1]) / z2, 0.0]))
+    torch.testing.assert_close(ctx_m[0, 0], torch.tensor(-math.exp(scores[0]) / z2))
+
+
+def test_weights_sum_to_one_and_projected_keys_agree():
+    g = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    att = AdditiveAttention(5, 6, 7)
+    q, k = torch.randn(4, 5, generator=g), torch.randn(4, 9, 6, generator=g)
+    mask = torch.arange(9)[None, :] < torch.tensor([[9], [1], [4], [7]])
+    ctx, w = att(q, k, mask=mask, return_weights=True)
+    torch.testing.assert_close(w.sum(-1), torch.ones(4))
+    assert (w[~mask] == 0).all() and (w[mask] > 0).all()
+    ctx2, w2 = att(q, k, mask=mask, return_weights=True, projected_keys=att.project_keys(k))
+    torch.testing.assert_close((ctx2, w2), (ctx, w))
+    torch.testing.assert_close(ctx, torch.einsum("bs,bsd->bd", w, k))
+
+
+def test_additive_module_bad_input():
+    att = AdditiveAttention(2, 3, 4)
+    with pytest.raises(ValueError, match="query"):
+        att(torch.randn(2, 3), torch.randn(2, 5, 3))
+    with pytest.raises(ValueError, match="keys"):
+        att(torch.randn(2, 2), torch.randn(2, 5, 2))
+    with pytest.raises(ValueError, match="mask"):
+        att(torch.randn(2, 2), torch.randn(2, 5, 3), mask=torch.ones(2, 5))
+    with pytest.raises(ValueError, match="d_attn"):
+        AdditiveAttention(2, 3, 0)
+    with pytest.raises(ValueError, match="values"):
+        att(torch.randn(2, 2), torch.randn(2, 5, 3), torch.randn(2, 4, 3))
+    with pytest.raises(TypeError, match="bias"):
+        AdditiveAttention(2, 3, 4, bias=1)
+    with pytest.raises(TypeError, match="keys"):
+        att(torch.randn(2, 2), None)
 
 
 # ---------------------------------------------------------------- multi-head

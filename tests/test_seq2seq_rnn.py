@@ -1,53 +1,18 @@
 """Bahdanau's RNN encoder-decoder (llmbook.seq2seq_rnn): closed forms, masking, learning, bad input."""
 
-import math
-
 import pytest
 import torch
 
-from llmbook.seq2seq_rnn import AdditiveAttention, Seq2SeqRNN, Seq2SeqRNNConfig
+import llmbook.attention as attention
+import llmbook.seq2seq_rnn as seq2seq_rnn
+from llmbook.seq2seq_rnn import Seq2SeqRNN, Seq2SeqRNNConfig
 from llmbook.toy_seq2seq import BOS, EOS, PAD, DigitTask, exact_match, make_batch, train_seq2seq
 
 
-def _unit_attention() -> AdditiveAttention:
-    """d_query = d_key = d_attn = 1 with W = 2, U = 1, bias 0.5, v = 3: a score we can do by hand."""
-    att = AdditiveAttention(1, 1, 1)
-    with torch.no_grad():
-        att.W.weight.fill_(2.0)
-        att.U.weight.fill_(1.0)
-        att.U.bias.fill_(0.5)
-        att.v.weight.fill_(3.0)
-    return att
-
-
-def test_additive_attention_equals_the_hand_computation():
-    att = _unit_attention()
-    q, keys = 0.25, [-1.0, 0.0, 2.0]
-    ctx, w = att(torch.tensor([[q]]), torch.tensor([[[k] for k in keys]]))
-    scores = [3.0 * math.tanh(2.0 * q + 1.0 * k + 0.5) for k in keys]  # e_j = v tanh(W q + U k_j + b)
-    z = sum(math.exp(s) for s in scores)
-    expected = [math.exp(s) / z for s in scores]
-    torch.testing.assert_close(w[0], torch.tensor(expected), rtol=1e-6, atol=1e-7)
-    torch.testing.assert_close(ctx[0, 0], torch.tensor(sum(a * k for a, k in zip(expected, keys))), rtol=1e-6, atol=1e-7)
-    # a masked key gets weight 0; the others share the mass in the same ratio
-    ctx_m, w_m = att(torch.tensor([[q]]), torch.tensor([[[k] for k in keys]]), mask=torch.tensor([[True, True, False]]))
-    z2 = math.exp(scores[0]) + math.exp(scores[1])
-    torch.testing.assert_close(w_m[0], torch.tensor([math.exp(scores[0]) / z2, math.exp(scores[1]) / z2, 0.0]))
-    torch.testing.assert_close(ctx_m[0, 0], torch.tensor(-math.exp(scores[0]) / z2))
-
-
-def test_weights_sum_to_one_and_projected_keys_agree():
-    g = torch.Generator().manual_seed(0)
-    torch.manual_seed(0)
-    att = AdditiveAttention(5, 6, 7)
-    q, k = torch.randn(4, 5, generator=g), torch.randn(4, 9, 6, generator=g)
-    mask = torch.arange(9)[None, :] < torch.tensor([[9], [1], [4], [7]])
-    ctx, w = att(q, k, mask)
-    torch.testing.assert_close(w.sum(-1), torch.ones(4))
-    assert (w[~mask] == 0).all() and (w[mask] > 0).all()
-    ctx2, w2 = att(q, k, mask, projected_keys=att.project_keys(k))
-    torch.testing.assert_close((ctx2, w2), (ctx, w))
-    torch.testing.assert_close(ctx, torch.einsum("bs,bsd->bd", w, k))
+def test_the_score_is_the_books_one_additive_attention():
+    # one class for the idea (issue 24): chapter 2b's decoder and chapter 3's timing use the same module
+    assert not hasattr(seq2seq_rnn, "AdditiveAttention") or seq2seq_rnn.AdditiveAttention is attention.AdditiveAttention
+    assert type(_model().attn) is attention.AdditiveAttention
 
 
 def _model(attention=True, seed=0):
@@ -146,12 +111,3 @@ def test_bad_inputs_name_the_parameter():
         m.greedy_decode(src, BOS, 13, 3)
     with pytest.raises(ValueError, match="max_new_tokens"):
         m.greedy_decode(src, BOS, EOS, 0)
-    att = AdditiveAttention(2, 3, 4)
-    with pytest.raises(ValueError, match="query"):
-        att(torch.randn(2, 3), torch.randn(2, 5, 3))
-    with pytest.raises(ValueError, match="keys"):
-        att(torch.randn(2, 2), torch.randn(2, 5, 2))
-    with pytest.raises(ValueError, match="mask"):
-        att(torch.randn(2, 2), torch.randn(2, 5, 3), mask=torch.ones(2, 5))
-    with pytest.raises(ValueError, match="d_attn"):
-        AdditiveAttention(2, 3, 0)

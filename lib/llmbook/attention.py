@@ -9,7 +9,10 @@ Covered
       (a boolean mask is True where attention is *allowed*; a float mask is *added* to the
       scores), optional dropout on the weights, and the weights returned on request.
     * mask helpers: ``causal_mask``, ``padding_mask``, ``key_padding_to_mask``.
-    * ``additive_attention`` / ``AdditiveAttention``: score = w^T tanh(W_q q + W_k k).
+    * ``additive_attention`` / ``AdditiveAttention``: score = w^T tanh(W_q q + W_k k + b)
+      (Bahdanau et al. 2015). The module is the book's one additive attention: chapter 2b's
+      RNN encoder-decoder (``llmbook.seq2seq_rnn``) calls it one decoder step at a time,
+      chapter 3 times it against the dot product.
     * ``MultiHeadAttention``: self- and cross-attention, batch first, with masks, dropout
       and ``return_attention``. Without ``return_attention`` it calls PyTorch's fused
       ``F.scaled_dot_product_attention`` (flash / memory-efficient kernels on a GPU);
@@ -315,6 +318,20 @@ def key_padding_to_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------- additive
+def _additive_attend(hq: torch.Tensor, hk: torch.Tensor, v: torch.Tensor, w: torch.Tensor,
+                     mask: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scores w^T tanh(hq_i + hk_j), masked softmax over j, weighted sum of v: (out, weights).
+
+    hq: (..., Tq, d_h) projected queries; hk: (..., Tk, d_h) projected keys; v: (..., Tk, d_v).
+    """
+    # F.linear with w as a (1, d_h) matrix: exactly what an nn.Linear(d_h, 1) computes.
+    scores = F.linear(torch.tanh(hq.unsqueeze(-2) + hk.unsqueeze(-3)), w[None]).squeeze(-1)  # (..., Tq, Tk, d_h) -> (..., Tq, Tk)
+    if mask is not None:
+        _check_mask("mask", mask, scores.shape)
+    weights = _masked_softmax(scores, mask)  # (..., Tq, Tk)
+    return weights @ v, weights  # (..., Tq, d_v)
+
+
 def additive_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -324,12 +341,16 @@ def additive_attention(
     w: torch.Tensor,
     mask: Optional[torch.Tensor] = None,
     return_weights: bool = False,
+    *,
+    b: Optional[torch.Tensor] = None,
 ):
-    r"""Bahdanau's additive attention: e_ij = w^T tanh(W_q q_i + W_k k_j), softmax, weighted sum.
+    r"""Bahdanau's additive attention: e_ij = w^T tanh(W_q q_i + W_k k_j + b), softmax, weighted sum.
 
     q: (..., Tq, d_q); k: (..., Tk, d_k); v: (..., Tk, d_v); W_q: (d_h, d_q); W_k: (d_h, d_k);
-    w: (d_h,). ``mask`` as in ``scaled_dot_product_attention``. It builds a
+    w: (d_h,); b: None or (d_h,). ``mask`` as in ``scaled_dot_product_attention``. It builds a
     (..., Tq, Tk, d_h) tensor, which is why it is slower and hungrier than a dot product.
+    Chapter 2b writes the same score as v^T tanh(W s + U h + b) (Bahdanau et al. 2015, A.1.2:
+    v_a, W_a, U_a); here ``v`` is the values, as everywhere in this module.
 
     >>> q = torch.zeros(1, 2); k = torch.zeros(3, 2); v = torch.arange(3.0)[:, None]
     >>> additive_attention(q, k, v, torch.eye(2), torch.eye(2), torch.ones(2))  # equal scores -> mean
@@ -345,34 +366,83 @@ def additive_attention(
         raise ValueError(f"W_k must have shape (d_h, d_k={k.shape[-1]}), got {tuple(W_k.shape)}")
     if not (W_q.shape[0] == W_k.shape[0] == w.shape[0]):
         raise ValueError(f"W_q, W_k and w must share d_h, got {W_q.shape[0]}, {W_k.shape[0]}, {w.shape[0]}")
+    if b is not None and (_check_tensor("b", b, 1).dim() != 1 or b.shape[0] != w.shape[0]):
+        raise ValueError(f"b must be a vector (d_h={w.shape[0]},) or None, got {tuple(b.shape)}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same number of positions Tk, got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    hq = q @ W_q.T  # (..., Tq, d_h)
-    hk = k @ W_k.T  # (..., Tk, d_h)
-    scores = torch.tanh(hq.unsqueeze(-2) + hk.unsqueeze(-3)) @ w  # (..., Tq, Tk, d_h) -> (..., Tq, Tk)
-    if mask is not None:
-        _check_mask("mask", mask, scores.shape)
-    weights = _masked_softmax(scores, mask)
-    out = weights @ v  # (..., Tq, d_v)
+    out, weights = _additive_attend(F.linear(q, W_q), F.linear(k, W_k, b), v, w, mask)  # (..., Tq, d_h), (..., Tk, d_h)
     return (out, weights) if return_weights else out
 
 
 class AdditiveAttention(nn.Module):
-    """Additive (Bahdanau) attention as a module with learned W_q, W_k and w."""
+    """Bahdanau's additive attention with learned W_q, W_k (its bias is b) and w: the book's one module.
 
-    def __init__(self, d_query: int, d_key: int, d_hidden: int):
+    Chapter 2b builds it inside an RNN encoder-decoder (one decoder step at a time), chapter 3
+    times it against the dot product. ``forward(query, keys, values=None, mask=None,
+    return_weights=False, projected_keys=None)`` works in two shapes:
+
+    - **one query per row** (a decoder step): query (B, d_query), keys (B, S, d_key), mask
+      (B, S) (True = a real key) -> output (B, d_v), weights (B, S);
+    - **many queries**: query (..., Tq, d_query), keys (..., Tk, d_key), mask broadcastable
+      to (..., Tq, Tk) as in ``scaled_dot_product_attention`` -> (..., Tq, d_v), (..., Tq, Tk).
+
+    ``values`` defaults to ``keys`` (Bahdanau's context is a weighted sum of the annotations).
+    ``projected_keys`` (= ``project_keys(keys)``, W_k k_j + b) may be passed to reuse them
+    across decoder steps, as the paper suggests (A.1.2). The output is ``out``, or ``(out,
+    weights)`` with ``return_weights=True``. The computation is ``additive_attention``'s.
+
+    >>> att = AdditiveAttention(d_query=2, d_key=3, d_attn=4)
+    >>> ctx, w = att(torch.randn(5, 2), torch.randn(5, 7, 3), return_weights=True)
+    >>> ctx.shape, w.shape, bool(torch.allclose(w.sum(-1), torch.ones(5)))
+    (torch.Size([5, 3]), torch.Size([5, 7]), True)
+    >>> att(torch.randn(5, 6, 2), torch.randn(5, 7, 3)).shape    # six queries per row
+    torch.Size([5, 6, 3])
+    """
+
+    def __init__(self, d_query: int, d_key: int, d_attn: int, bias: bool = True):
         super().__init__()
-        for name, val in (("d_query", d_query), ("d_key", d_key), ("d_hidden", d_hidden)):
+        for name, val in (("d_query", d_query), ("d_key", d_key), ("d_attn", d_attn)):
             if isinstance(val, bool) or not isinstance(val, int) or val < 1:
                 raise ValueError(f"{name} must be a positive int, got {val!r}")
-        self.W_q = nn.Linear(d_query, d_hidden, bias=False)
-        self.W_k = nn.Linear(d_key, d_hidden, bias=False)
-        self.w = nn.Linear(d_hidden, 1, bias=False)
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias must be True or False, got {bias!r}")
+        self.d_query, self.d_key, self.d_attn = d_query, d_key, d_attn
+        self.W_q = nn.Linear(d_query, d_attn, bias=False)  # query side: W s
+        self.W_k = nn.Linear(d_key, d_attn, bias=bias)  # key side: U h_j + b (its bias is the score's b)
+        self.w = nn.Linear(d_attn, 1, bias=False)  # the score's output vector (chapter 2b's v)
 
-    def forward(self, query, key, value, mask=None, return_weights: bool = False):
-        return additive_attention(
-            query, key, value, self.W_q.weight, self.W_k.weight, self.w.weight[0], mask=mask, return_weights=return_weights
-        )
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        """W_k k_j + b for every key: (..., S, d_key) -> (..., S, d_attn)."""
+        return self.W_k(keys)
+
+    def forward(self, query: torch.Tensor, keys: torch.Tensor, values: Optional[torch.Tensor] = None,
+                mask: Optional[torch.Tensor] = None, return_weights: bool = False,
+                projected_keys: Optional[torch.Tensor] = None):
+        values = keys if values is None else values
+        _check_tensor("keys", keys, 2)
+        _check_tensor("values", values, 2)
+        if keys.shape[-1] != self.d_key:
+            raise ValueError(f"keys must end in d_key={self.d_key}, got shape {tuple(keys.shape)}")
+        if values.shape[:-1] != keys.shape[:-1]:
+            raise ValueError(f"values must have the keys' shape up to the last dim {tuple(keys.shape[:-1])}, "
+                             f"got {tuple(values.shape)}")
+        _check_tensor("query", query, 1)
+        step = query.dim() == keys.dim() - 1  # one query per row: a decoder step
+        if query.shape[-1] != self.d_query or not (step or query.dim() == keys.dim()) \
+                or (step and query.shape[:-1] != keys.shape[:-2]):
+            raise ValueError(f"query must be (B, {self.d_query}) for keys (B, S, {self.d_key}), or (..., Tq, "
+                             f"{self.d_query}) for keys (..., Tk, {self.d_key}); got query {tuple(query.shape)} "
+                             f"and keys {tuple(keys.shape)}")
+        if step and mask is not None:
+            if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.shape != keys.shape[:-1]:
+                raise ValueError(f"mask must be a bool tensor of shape {tuple(keys.shape[:-1])} (True = a real key)")
+            mask = mask.unsqueeze(-2)  # (B, 1, S)
+        hk = self.project_keys(keys) if projected_keys is None else projected_keys  # (..., S, d_attn)
+        hq = self.W_q(query)  # (..., [Tq,] d_attn)
+        out, weights = _additive_attend(hq.unsqueeze(-2) if step else hq, hk, values, self.w.weight[0], mask)
+        if step:
+            out, weights = out.squeeze(-2), weights.squeeze(-2)  # (B, d_v), (B, S)
+        return (out, weights) if return_weights else out
 
 
 # ---------------------------------------------------------------------------- multi-head

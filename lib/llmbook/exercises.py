@@ -1811,7 +1811,7 @@ def _ex_06c_3(answer, rng, ctx):
 
 # ====================================================================== chapter 02b (Bahdanau attention)
 def _additive_module(rng: random.Random, dq: int, dk: int, da: int):
-    from .seq2seq_rnn import AdditiveAttention
+    from .attention import AdditiveAttention
     with _seeded(rng):
         return AdditiveAttention(dq, dk, da)
 
@@ -1826,11 +1826,11 @@ def _ex_02b_1(answer, rng, ctx):
         cases.append((torch.randn(dq, generator=g), torch.randn(S, dk, generator=g), torch.randn(da, dq, generator=g),
                       torch.randn(da, dk, generator=g), torch.randn(da, generator=g), torch.randn(da, generator=g)))
     def ref(q, K, W, U, b, v):
-        from .seq2seq_rnn import AdditiveAttention
+        from .attention import AdditiveAttention
         att = AdditiveAttention(W.shape[1], U.shape[1], W.shape[0])
-        with torch.no_grad():
-            att.W.weight.copy_(W), att.U.weight.copy_(U), att.U.bias.copy_(b), att.v.weight.copy_(v[None])
-            return att(q[None], K[None])[1][0]
+        with torch.no_grad():  # the library's W_q, W_k (bias b) and w are the exercise's W, U (b) and v
+            att.W_q.weight.copy_(W), att.W_k.weight.copy_(U), att.W_k.bias.copy_(b), att.w.weight.copy_(v[None])
+            return att(q[None], K[None], return_weights=True)[1][0]
     return _cases(answer, ref, cases, rel=1e-5,
                   wrong=[(lambda q, K, W, U, b, v: torch.softmax((W @ q + K @ U.T + b) @ v, -1),
                           "the score passes W q + U k_j + b through tanh before the dot product with v"),
@@ -1867,7 +1867,7 @@ def _ex_02b_3(answer, rng, ctx):
     for _ in range(50):  # keys whose two best scores differ clearly (no near tie for the huge v)
         q, K = torch.randn(1, dq, generator=g), 3 * torch.randn(1, S, dk, generator=g)
         with torch.no_grad():
-            top2 = att(q, K)[1][0].log().topk(2).values
+            top2 = att(q, K, return_weights=True)[1][0].log().topk(2).values
         if top2[0] - top2[1] > 1e-2:
             break
 
@@ -1878,10 +1878,10 @@ def _ex_02b_3(answer, rng, ctx):
             return "one-hot"
         return "unchanged" if torch.allclose(w, base, atol=1e-6) else "other"
     with torch.no_grad():
-        base = att(q, K)[1]
-        equal = att(q, K[:, :1].expand(1, S, dk).contiguous())[1]
-        att.v.weight.mul_(1e4)  # every score e_j multiplied by 10,000
-        large = att(q, K)[1]
+        base = att(q, K, return_weights=True)[1]
+        equal = att(q, K[:, :1].expand(1, S, dk).contiguous(), return_weights=True)[1]
+        att.w.weight.mul_(1e4)  # chapter 2b's v: every score e_j multiplied by 10,000
+        large = att(q, K, return_weights=True)[1]
     measured = {"equal_keys": kind(equal, base), "large_v": kind(large, base)}
     return _prediction(answer, measured, (q, K), what="a fresh additive attention on random keys",
                        wrong=[({"equal_keys": "unchanged", "large_v": "unchanged"},

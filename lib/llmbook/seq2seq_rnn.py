@@ -7,7 +7,7 @@ Without attention the decoder sees the source only through ONE fixed vector c (t
 encoder's final states): a bottleneck that long sources overflow. With attention, each
 output step i builds its own context c_i from all the encoder's annotations h_j:
 
-    e_ij = v^T tanh(W s_{i-1} + U h_j)        (additive / "concat" score)
+    e_ij = v^T tanh(W s_{i-1} + U h_j + b)    (additive / "concat" score)
     alpha_ij = softmax_j(e_ij)                (the alignment: weights over source positions)
     c_i = sum_j alpha_ij h_j
 
@@ -16,11 +16,13 @@ key and value, and a dot product in place of the small MLP score.
 
 Covers
 ------
-- ``AdditiveAttention``: the score above, with a padding mask; returns (context, weights).
 - ``Seq2SeqRNNConfig`` / ``Seq2SeqRNN``: a bidirectional GRU encoder (annotations
   h_j = [forward h_j; backward h_j]), a GRU decoder fed [embedding of y_{i-1}; c_i], and a
-  linear read-out of [s_i; c_i; embedding of y_{i-1}]. ``attention=False`` gives Cho et
-  al.'s fixed-context model with the same encoder and decoder (c_i = c for every i).
+  linear read-out of [s_i; c_i; embedding of y_{i-1}]. The score is the book's one
+  ``llmbook.attention.AdditiveAttention`` (W, U, b, v above are its ``W_q``, ``W_k`` with
+  its bias, and ``w``), called once per decoder step. ``attention=False`` gives a
+  fixed-context model with the same encoder and decoder (c_i = c for every i): the
+  bidirectional encoder is Bahdanau et al.'s; Cho et al.'s encoder was unidirectional.
   ``forward(src, tgt_in)`` -> logits (teacher forcing; ``return_attention=True`` adds the
   (B, T, S) alignment); ``greedy_decode(src, bos, eos, n)`` fits ``toy_seq2seq``'s
   ``train_seq2seq`` and ``exact_match``.
@@ -33,15 +35,14 @@ follow the real tokens of a row; every row needs at least one real token.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
+from .attention import AdditiveAttention
 from .device import check_index_range
 
-__all__ = ["AdditiveAttention", "Seq2SeqRNNConfig", "Seq2SeqRNN"]
+__all__ = ["Seq2SeqRNNConfig", "Seq2SeqRNN"]
 
 
 def _pos_int(name: str, value: object) -> int:
@@ -50,58 +51,13 @@ def _pos_int(name: str, value: object) -> int:
     return value
 
 
-class AdditiveAttention(nn.Module):
-    """Bahdanau's score e_j = v^T tanh(W q + U k_j); softmax over the unmasked keys.
-
-    ``forward(query (B, d_query), keys (B, S, d_key), mask (B, S) bool, True = a real key)``
-    returns ``(context (B, d_key), weights (B, S))``; the weights of each row sum to 1 and
-    are 0 on masked keys. ``projected_keys`` (= ``project_keys(keys)``) may be passed to
-    reuse U k_j across decoder steps, as the paper suggests.
-
-    >>> att = AdditiveAttention(d_query=2, d_key=3, d_attn=4)
-    >>> ctx, w = att(torch.randn(5, 2), torch.randn(5, 7, 3))
-    >>> ctx.shape, w.shape, bool(torch.allclose(w.sum(-1), torch.ones(5)))
-    (torch.Size([5, 3]), torch.Size([5, 7]), True)
-    """
-
-    def __init__(self, d_query: int, d_key: int, d_attn: int):
-        super().__init__()
-        self.d_query, self.d_key = _pos_int("d_query", d_query), _pos_int("d_key", d_key)
-        self.W = nn.Linear(d_query, _pos_int("d_attn", d_attn), bias=False)  # query side
-        self.U = nn.Linear(d_key, d_attn, bias=True)  # key side (its bias is the MLP's bias)
-        self.v = nn.Linear(d_attn, 1, bias=False)  # the score's output vector
-
-    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
-        """U k_j for every key: (B, S, d_key) -> (B, S, d_attn)."""
-        return self.U(keys)
-
-    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: Optional[torch.Tensor] = None,
-                projected_keys: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
-        if not isinstance(query, torch.Tensor) or query.dim() != 2 or query.shape[1] != self.d_query:
-            raise ValueError(f"query must be a tensor (B, {self.d_query}), got "
-                             f"{tuple(query.shape) if isinstance(query, torch.Tensor) else type(query).__name__}")
-        if not isinstance(keys, torch.Tensor) or keys.dim() != 3 or keys.shape[2] != self.d_key or keys.shape[0] != query.shape[0]:
-            raise ValueError(f"keys must be a tensor (B={query.shape[0]}, S, {self.d_key}), got "
-                             f"{tuple(keys.shape) if isinstance(keys, torch.Tensor) else type(keys).__name__}")
-        if mask is not None and (not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool
-                                 or mask.shape != keys.shape[:2]):
-            raise ValueError(f"mask must be a bool tensor of shape {tuple(keys.shape[:2])} (True = a real key)")
-        pk = self.project_keys(keys) if projected_keys is None else projected_keys  # (B, S, d_attn)
-        scores = self.v(torch.tanh(self.W(query)[:, None, :] + pk)).squeeze(-1)  # (B, S)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)  # (B, S)
-        context = torch.bmm(weights[:, None, :], keys).squeeze(1)  # (B, d_key)
-        return context, weights
-
-
 @dataclass
 class Seq2SeqRNNConfig:
     vocab_size: int = 13  # shared source/target vocabulary (toy_seq2seq's digits: 13)
     d_embed: int = 32  # token embedding size
     d_hidden: int = 64  # GRU state size per direction (annotations are 2 * d_hidden)
     d_attn: int = 64  # hidden size of the additive score's MLP
-    attention: bool = True  # False: Cho et al. (2014)'s single fixed context vector
+    attention: bool = True  # False: one fixed context vector, as in Cho et al. (2014) (their encoder: one direction)
     pad_id: int = 0  # padding id (ignored by the encoder and the attention)
 
     def __post_init__(self) -> None:
@@ -114,7 +70,7 @@ class Seq2SeqRNNConfig:
 
 
 class Seq2SeqRNN(nn.Module):
-    """Bidirectional-GRU encoder, GRU decoder, with (Bahdanau 2015) or without (Cho 2014) attention."""
+    """Bidirectional-GRU encoder, GRU decoder, with (Bahdanau 2015) or without attention (one fixed c, as in Cho 2014)."""
 
     def __init__(self, config: Seq2SeqRNNConfig):
         super().__init__()
@@ -161,7 +117,8 @@ class Seq2SeqRNN(nn.Module):
         """One decoder step: (logits (B, V), new state (B, H), weights (B, S) or None)."""
         e = self.embed(y_prev)  # (B, E)
         if self.attn is not None:
-            ctx, w = self.attn(s, annotations, mask, projected_keys=projected)  # query s_{i-1}
+            ctx, w = self.attn(s, annotations, mask=mask, return_weights=True,
+                               projected_keys=projected)  # query s_{i-1}: (B, 2H), (B, S)
         else:
             ctx, w = summary, None  # the one fixed vector, every step
         s = self.cell(torch.cat([e, ctx], dim=-1), s)  # (B, H)
