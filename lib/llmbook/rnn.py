@@ -11,13 +11,17 @@ Covered
     * ``SimpleRNN``: h_t = tanh(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh) (Elman 1990), written
       out step by step with ``torch.nn.RNN``'s parameter names, so its weights copy over
       (``from_torch``) and its outputs equal ``torch.nn.RNN``'s (tested).
-    * ``LSTM`` (Hochreiter & Schmidhuber 1997) and ``GRU`` (Cho et al. 2014): also written
+    * ``LSTM`` (Hochreiter & Schmidhuber 1997, with the forget gate that Gers, Schmidhuber &
+      Cummins added in 2000, "Learning to Forget") and ``GRU`` (Cho et al. 2014): also written
       out from scratch, one time step per loop iteration, with the gate layout and
       parameter names of ``torch.nn.LSTM`` / ``torch.nn.GRU`` (equal to them, tested).
       We chose from scratch over wrapping so the gates are readable; the price is speed
       (PyTorch's fused kernels are several times faster for long sequences).
     * ``BidirectionalSequenceRNN``: one RNN left to right, another right to left, outputs
-      concatenated (the idea behind ELMo's and ULMFiT's encoders).
+      concatenated. ELMo (Peters et al. 2018) concatenates the states of a forward and a
+      backward LSTM language model this way; ULMFiT (Howard & Ruder 2018) does not: it
+      fine-tunes separate forward and backward models and averages their classifiers'
+      predictions.
     * ``CharLM``: embedding -> one of the sequence models -> linear read-out over the
       vocabulary, with ``bits_per_char`` for the baseline table.
 
@@ -293,7 +297,7 @@ class CharLMConfig:
 
     @classmethod
     def tiny(cls, vocab_size: int, kind: str = "lstm") -> "CharLMConfig":
-        """Small enough to train in well under a minute on two CPU cores."""
+        """Small enough for chapter 2's live run on a CPU (the notebook prints its training time)."""
         return cls(vocab_size=vocab_size, kind=kind, d_embed=24, d_hidden=96, n_context=8)
 
 
