@@ -188,6 +188,9 @@ def test_additive_attention_explicit_loop_and_module():
         additive_attention(q, k, v, Wk, Wk, w)
     with pytest.raises(ValueError, match="b must"):
         additive_attention(q, k, v, Wq, Wk, w, b=torch.zeros(3))
+    # gradients (the benchmark times forward + backward): checked in float64
+    leaves = [x.double().requires_grad_() for x in (q, k, v, Wq, Wk, w, b)]
+    assert torch.autograd.gradcheck(lambda q, k, v, Wq, Wk, w, b: additive_attention(q, k, v, Wq, Wk, w, b=b), leaves)
 
 
 def test_additive_module_one_query_per_row_is_many_queries_with_tq_1():
