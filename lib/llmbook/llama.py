@@ -4,7 +4,8 @@ Covers
 ------
 LLaMA (Touvron et al., 2023, "LLaMA: Open and Efficient Foundation Language Models",
 arXiv:2302.13971) is GPT-2's pre-norm decoder (pre-norm was already GPT-2's, and LLaMA still
-warmed its learning rate up over 2,000 steps) with these changes, each a small module here:
+warmed its learning rate up over 2,000 steps, its section 2.3) with these changes, each a small
+module here:
 
 - ``RMSNorm``: y = x / sqrt(mean(x^2) + eps) * g, no centring and no bias
   (Zhang & Sennrich, 2019, "Root Mean Square Layer Normalization").
