@@ -1698,7 +1698,8 @@ def _ex_01c_2(answer, rng, ctx):
 @_register("01c.3", "Find the rows collapsed onto unused tokens", "complete",
            "def collapsed(embedding, reference_ids, radius):\n    return NotImplemented  # ids, nearest first")
 def _ex_01c_3(answer, rng, ctx):
-    from .tokenizers.pathologies import collapsed_rows
+    import operator
+    from .tokenizers.pathologies import collapsed_rows, distance_to_reference
     cases = []
     for _ in range(4):
         g = _tgen(rng)
@@ -1717,10 +1718,34 @@ def _ex_01c_3(answer, rng, ctx):
         return sorted(collapsed_rows(E, ref, r))
     def without_refs(E, ref, r):
         return [i for i in collapsed_rows(E, ref, r) if i not in ref]
-    return _cases(answer, lambda E, ref, r: collapsed_rows(E, ref, r), cases,
-                  wrong=[(to_first, "measure the distance to the mean of all the reference rows, not to one of them"),
-                         (by_id, "return the ids nearest first (sort by distance), not by id"),
-                         (without_refs, "the reference rows are within the radius too: keep them")],
+    def untie(fn):
+        # Rows at the same distance may come in either order: two reference rows are always
+        # equidistant from their mean, and an unstable argsort may put either first (which one
+        # varies with the CPU's kernels). So each run of equal distances is compared as a set.
+        def wrapped(E, ref, r):
+            ids = _call(fn, E, ref, r)
+            try:
+                ids = [operator.index(i) for i in ids]
+            except TypeError:
+                return ids  # not a list of ints: compared as it is, and fails
+            if not all(0 <= i < E.shape[0] for i in ids):
+                return ids
+            d = distance_to_reference(E, ref).tolist()
+            out, k = [], 0
+            while k < len(ids):
+                j = k + 1
+                while j < len(ids) and abs(d[ids[j]] - d[ids[k]]) <= 1e-6:
+                    j += 1
+                out += sorted(ids[k:j])
+                k = j
+            return out
+        return wrapped
+    if not _is_placeholder(answer) and callable(answer):
+        answer = untie(answer)
+    return _cases(answer, untie(collapsed_rows), cases,
+                  wrong=[(untie(to_first), "measure the distance to the mean of all the reference rows, not to one of them"),
+                         (untie(by_id), "return the ids nearest first (sort by distance), not by id"),
+                         (untie(without_refs), "the reference rows are within the radius too: keep them")],
                   hint="distance of every row to the mean of the reference rows; keep those within radius, nearest first",
                   show=lambda a: f"an embedding {tuple(a[0].shape)}, reference_ids={a[1]}, radius={a[2]}")
 
