@@ -38,6 +38,19 @@ def test_book_items_are_valid_and_shuffled():
         assert book_items(lang) == items  # deterministic
 
 
+def test_balanced_items_favour_no_length():
+    """In the balanced set the right answer is the longest choice (bytes) in 4 items, the shortest in 4."""
+    for lang in ("en", "zh"):
+        first, balanced = book_items(lang), book_items(lang, balanced=True)
+        assert [it.context for it in first] == [it.context for it in balanced]
+        where = []
+        for it in balanced:
+            n = [len(c.encode("utf-8")) for c in it.choices]
+            others = [x for i, x in enumerate(n) if i != it.answer]
+            where.append("longest" if n[it.answer] > max(others) else "shortest" if n[it.answer] < min(others) else "neither")
+        assert (where.count("longest"), where.count("shortest"), where.count("neither")) == (4, 4, 8)
+
+
 def _tiny():
     vocab = CharVocab.from_text("abc .")
     torch.manual_seed(0)
@@ -72,6 +85,7 @@ def test_char_scorer_equals_a_direct_computation_and_text_nll_scores_every_token
     (lambda: bits_per_byte(1.0, ""), ValueError, "text"),
     (lambda: text_nll(lambda x: x, [1, 2, 3], 1), ValueError, "window"),
     (lambda: book_items("fr"), ValueError, "lang"),
+    (lambda: book_items("en", balanced="yes"), TypeError, "balanced"),
 ])
 def test_bad_input(call, exc, name):
     with pytest.raises(exc, match=name):

@@ -1,8 +1,8 @@
 """Evaluation beyond loss: multiple-choice scoring by log-likelihood, and bits per byte.
 
-Benchmarks such as HellaSwag (Zellers et al. 2019) and LAMBADA (Paperno et al. 2016) are
-scored without generating anything: the model reads the context, and each candidate
-continuation gets the log-probability the model assigns to its tokens,
+Multiple-choice benchmarks such as HellaSwag (Zellers et al. 2019) are scored without
+generating anything: the model reads the context, and each candidate continuation gets the
+log-probability the model assigns to its tokens,
 
     log p(c | x) = sum_i log p(c_i | x, c_<i).
 
@@ -13,13 +13,20 @@ lm-evaluation-harness reports this as ``acc_norm`` for HellaSwag, dividing by ch
 Per-byte scores do not depend on the tokenizer, which matters when models with different
 vocabularies are compared.
 
+LAMBADA (Paperno et al. 2016) uses the same log-likelihood but has no candidates: the
+harness scores the one final word of each passage (``output_type: loglikelihood`` in its
+``lambada_openai.yaml``) and reports its perplexity and ``acc``, whether that word is the
+model's greedy continuation. This module covers the multiple-choice case only.
+
 For the same reason loss per token cannot compare a character model with a BPE model: a
 token is a different amount of text. **Bits per byte** can: the total negative
 log-likelihood of a text in bits, divided by its length in UTF-8 bytes.
 
 The scoring functions take a ``score(context, continuation) -> (log-prob, n_tokens)``
 callable, so any model fits; ``llama_scorer`` and ``char_gpt_scorer`` build one for the
-book's LLaMA (SmolLM2) and for the chapter-6 character GPT.
+book's LLaMA (SmolLM2) and for the chapter-6 character GPT. ``book_items`` gives the book's
+own small item sets, in two versions: the first written with some right answers longer than
+their distractors, and a length-balanced one (see its docstring).
 """
 
 from __future__ import annotations
@@ -168,8 +175,9 @@ def text_nll(logits_fn: Callable[[torch.Tensor], torch.Tensor], ids: Sequence[in
 # ----------------------------------------------------------------------------- the book's items
 # Written for this book (not taken from any benchmark): everyday completions with one right
 # continuation and three that a reader rejects at once. The right one is listed first here and
-# moved to a fixed pseudo-random place by ``book_items``. Several right answers are longer than
-# the wrong ones, so the choice of normalisation matters.
+# moved to a fixed pseudo-random place by ``book_items``. In this first set the lengths were not
+# controlled: several right answers are longer than every wrong one (chapter 8d counts them), which
+# favours per-token scoring by how the items were written; the balanced set below removes that.
 _EN = [
     ("She poured the milk into a tall", [" glass.", " mountain.", " argument.", " Tuesday."]),
     ("To open the locked door, he needed the", [" key.", " weather.", " soup.", " alphabet."]),
@@ -208,14 +216,64 @@ _ZH = [
 ]
 
 
-def book_items(lang: str) -> list[MCItem]:
-    """The book's 16 English ("en") or 16 Chinese ("zh") items, the right choice at a fixed random place."""
+# The length-balanced set: the same contexts, with choices rewritten so that the right answer is
+# the longest choice (in UTF-8 bytes) in 4 items, the shortest in 4 and neither in 8, the shares
+# a random choice would have. Neither the raw sum nor a per-length score is favoured by construction.
+_EN_BALANCED = [
+    ("She poured the milk into a tall", [" glass.", " idea.", " Monday.", " song."]),
+    ("To open the locked door, he needed the", [" key.", " weather.", " soup.", " alphabet."]),
+    ("The sun rises in the east and sets in the", [" west.", " kitchen.", " morning.", " bottle."]),
+    ("After running the marathon, she was very", [" tired.", " blue.", " square.", " wooden."]),
+    ("He put on his coat because it was", [" cold outside.", " a triangle.", " made of cheese.", " very loud."]),
+    ("The children built a snowman in the", [" garden.", " oven.", " ceiling.", " soup."]),
+    ("Water boils at one hundred degrees", [" Celsius.", " tall.", " hungry.", " slow."]),
+    ("Birds can fly because they have", [" wings.", " wheels.", " roots.", " pockets."]),
+    ("To read in the dark, she turned on the", [" lamp.", " river.", " bread.", " cat."]),
+    ("The capital of France is", [" Paris.", " Berlin.", " a fish.", " blue."]),
+    ("A week has seven", [" days.", " wheels.", " oceans.", " letters."]),
+    ("He was thirsty, so he drank a glass of", [" cold water.", " sand.", " noise.", " paper."]),
+    ("The doctor told the patient to take the", [" medicine.", " piano.", " moon.", " chair."]),
+    ("Ice melts when it gets", [" warm.", " sad.", " heavy.", " loud."]),
+    ("She wrote the letter with a", [" pen.", " spoon.", " cloud.", " shoe."]),
+    ("The cat climbed the tree to catch the", [" little bird.", " ocean.", " song.", " Monday."]),
+]
+_ZH_BALANCED = [
+    ("天气很冷，他穿上了", ["大衣。", "游泳衣。", "一本书。", "月亮。"]),
+    ("我渴了，想喝一杯", ["水。", "石头。", "桌子。", "电视。"]),
+    ("中国的首都是", ["北京市。", "巴黎。", "苹果。", "书。"]),
+    ("太阳从东方升起，从", ["西方落下。", "厨房落下。", "书包落下。", "早上落下。"]),
+    ("下雨了，出门要带", ["雨伞。", "冰箱。", "钢琴。", "太阳。"]),
+    ("他饿了，所以去餐厅吃", ["一碗面条。", "铅笔。", "云。", "椅子。"]),
+    ("一年有十二个", ["月。", "轮子。", "海洋。", "鼻子。"]),
+    ("医生让病人按时", ["吃药。", "吃石头。", "唱歌。", "开飞机。"]),
+    ("鱼生活在", ["水里。", "天空上。", "火堆里。", "书包里。"]),
+    ("晚上天黑了，我打开了", ["灯。", "河。", "面包。", "马。"]),
+    ("学生们在教室里认真地", ["听老师讲课。", "游泳。", "种树。", "开车。"]),
+    ("冬天到了，地上铺满了白白的", ["雪。", "沙子。", "米饭。", "纸。"]),
+    ("他用钥匙打开了", ["大门。", "天。", "歌。", "汤。"]),
+    ("妈妈在厨房里做", ["饭。", "飞机。", "作业本。", "太阳。"]),
+    ("春天来了，花园里的花都", ["开了。", "冻住了。", "飞走了。", "哭了。"]),
+    ("他每天早上七点", ["起床。", "下雪。", "结婚。", "变成鱼。"]),
+]
+
+
+def book_items(lang: str, balanced: bool = False) -> list[MCItem]:
+    """The book's 16 English ("en") or 16 Chinese ("zh") items, the right choice at a fixed random place.
+
+    ``balanced=False``: the first set, whose lengths were not controlled (some right answers are
+    longer than every distractor).
+    ``balanced=True``: the length-balanced set (same contexts): the right answer is the longest choice
+    in UTF-8 bytes in 4 items, the shortest in 4, and neither in 8.
+    """
     import random
 
     if lang not in ("en", "zh"):
         raise ValueError(f"lang must be 'en' or 'zh', got {lang!r}")
+    if not isinstance(balanced, bool):
+        raise TypeError(f"balanced must be True or False, got {balanced!r}")
+    table = {("en", False): _EN, ("zh", False): _ZH, ("en", True): _EN_BALANCED, ("zh", True): _ZH_BALANCED}
     out = []
-    for i, (ctx, choices) in enumerate(_EN if lang == "en" else _ZH):
+    for i, (ctx, choices) in enumerate(table[lang, balanced]):
         order = list(range(len(choices)))
         random.Random(1000 * (lang == "zh") + i).shuffle(order)
         out.append(MCItem(ctx, tuple(choices[j] for j in order), order.index(0), lang))
