@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from llmbook.data import load_text
 from llmbook.gpt import GPT, GPTConfig
 from llmbook.retrieval import (
-    Datastore, MiniLMEmbedder, PassageIndex, build_datastore, knn_distribution, knn_lm_loss, knn_log_probs,
+    BM25Index, Datastore, MiniLMEmbedder, bm25_words, PassageIndex, build_datastore, knn_distribution, knn_lm_loss, knn_log_probs,
     knn_search, lm_states, mixture_loss, split_passages,
 )
 
@@ -179,3 +179,72 @@ def test_knn_errors(tiny_gpt):
         lm_states(tiny_gpt, torch.zeros(2, 20, dtype=torch.long))
     with pytest.raises(ValueError, match=r"values must be an \(N=5,\)"):
         Datastore(torch.zeros(5, 16), torch.zeros(4))
+
+
+# ------------------------------------------------------------------ BM25, the lexical baseline
+def test_bm25_equals_a_hand_computation():
+    bm = BM25Index(["the cat sat", "the dog", "cat cat dog bird"])
+    # N = 3, "cat" in 2 passages: idf = log(1 + (3 - 2 + 0.5) / (2 + 0.5)) = log 1.6; avgdl = 9 / 3 = 3.
+    idf = math.log(1.6)
+    k1, b = 1.5, 0.75
+    p0 = idf * 1 * (k1 + 1) / (1 + k1 * (1 - b + b * 3 / 3))    # tf 1, 3 words
+    p2 = idf * 2 * (k1 + 1) / (2 + k1 * (1 - b + b * 4 / 3))    # tf 2, 4 words
+    assert p0 == pytest.approx(0.47000, abs=1e-5) and p2 == pytest.approx(0.60645, abs=1e-5)
+    got = bm.scores("cat")[0].tolist()
+    assert got == pytest.approx([p0, 0.0, p2], abs=1e-12)
+    # Two query words add their terms; a word seen nowhere adds nothing; case and punctuation do not matter.
+    idf_dog = math.log(1 + 1.5 / 2.5)
+    p1_dog = idf_dog * 1 * 2.5 / (1 + k1 * (1 - b + b * 2 / 3))
+    assert bm.scores(["Cat, DOG! unicorn"])[0][1].item() == pytest.approx(p1_dog, abs=1e-12)
+    assert [h.index for h in bm.search("cat", k=3)[0]] == [2, 0, 1]
+
+
+def test_bm25_equals_the_formula_written_per_passage():
+    text = load_text("shakespeare")[:30_000]
+    passages = split_passages(text, max_chars=200, min_chars=40)
+    bm = BM25Index(passages, k1=1.2, b=0.6)
+    words = [bm25_words(p) for p in passages]
+    avgdl = sum(map(len, words)) / len(words)
+    query = "my lord the duke of Athens and his daughter"
+    expect = []
+    for w_d in words:
+        score = 0.0
+        for w in bm25_words(query):
+            n_w = sum(w in set(x) for x in words)
+            if n_w == 0:
+                continue
+            tf = w_d.count(w)
+            idf = math.log(1 + (len(words) - n_w + 0.5) / (n_w + 0.5))
+            score += idf * tf * 2.2 / (tf + 1.2 * (1 - 0.6 + 0.6 * len(w_d) / avgdl))
+        expect.append(score)
+    assert bm.scores(query)[0].tolist() == pytest.approx(expect, rel=1e-12, abs=1e-12)
+    hits = bm.search(query, k=5)[0]
+    assert [h.score for h in hits] == sorted(expect, reverse=True)[:5]
+
+
+def test_bm25_finds_a_cut_out_piece_and_breaks_ties_in_order():
+    passages = split_passages(load_text("shakespeare")[:30_000], max_chars=200, min_chars=60)
+    bm = BM25Index(passages)
+    for i in (3, 17, 40):
+        words = passages[i].split()
+        assert bm.search(" ".join(words[len(words) // 4: 3 * len(words) // 4]), k=1)[0][0].index == i
+    same = BM25Index(["a b", "c d", "a b"])
+    assert [h.index for h in same.search("a", k=2)[0]] == [0, 2]
+
+
+def test_bm25_bad_input():
+    with pytest.raises(ValueError, match="passages"):
+        BM25Index([])
+    with pytest.raises(ValueError, match="passages"):
+        BM25Index("one string")
+    with pytest.raises(ValueError, match="k1"):
+        BM25Index(["a"], k1=-1)
+    with pytest.raises(ValueError, match="b must"):
+        BM25Index(["a"], b=1.5)
+    bm = BM25Index(["a b", "c"])
+    with pytest.raises(ValueError, match="k=3"):
+        bm.search("a", k=3)
+    with pytest.raises(ValueError, match="queries"):
+        bm.scores([1, 2])
+    with pytest.raises(TypeError, match="text"):
+        bm25_words(None)

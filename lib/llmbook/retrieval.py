@@ -6,7 +6,8 @@ Covers two ways a model can consult a store of text.
   turns passages and queries into unit vectors with chapter 7's all-MiniLM-L6-v2 in the
   book's BERT (mean pooling over real tokens, then L2 normalisation, as
   sentence-transformers does), and ``PassageIndex`` finds the nearest passages of a query
-  by exact cosine similarity (one matrix product and a top-k).
+  by exact cosine similarity (one matrix product and a top-k). ``BM25Index`` is the lexical
+  baseline beside it: Okapi BM25 over lower-cased words, no learned weights at all.
 * The kNN-LM: a datastore of (hidden state before the LM head -> next token) pairs from
   a language model run over training text (``build_datastore``); at test time the k
   nearest stored states vote for their next tokens, p_knn(y) proportional to
@@ -14,11 +15,17 @@ Covers two ways a model can consult a store of text.
   the prediction is p = lambda p_knn + (1 - lambda) p_lm (``knn_lm_loss``).
 
 Leaves out: approximate nearest-neighbour indexes (FAISS, HNSW; exact search is fast
-enough for the book's sizes), training the retriever (DPR, REALM), feeding retrieved
-passages into a generator's context (RAG, RETRO), and quantised datastores.
+enough for the book's sizes), training the retriever (DPR, REALM), handing retrieved
+passages to a generator (RAG puts them in the context; RETRO encodes them and reads them
+through chunked cross-attention), and quantised datastores.
+
+The keys here are the hidden states after the final LayerNorm (the LM head's input);
+Khandelwal et al. key on the input of the last block's feed-forward network after its
+layer norm (their section 3) and use no temperature in p_knn (temperature = 1 here).
 
 Papers: Khandelwal et al. 2020, *Generalization through Memorization: Nearest Neighbor
-Language Models* (kNN-LM); Reimers & Gurevych 2019, *Sentence-BERT*; Lewis et al. 2020,
+Language Models* (kNN-LM); Robertson & Zaragoza 2009, *The Probabilistic Relevance
+Framework: BM25 and Beyond*; Reimers & Gurevych 2019, *Sentence-BERT*; Lewis et al. 2020,
 *Retrieval-Augmented Generation*; Borgeaud et al. 2022, *RETRO*.
 
 Shape legend: N stored items, M queries, D embedding / hidden width, K neighbours,
@@ -28,6 +35,8 @@ V vocabulary.
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -41,6 +50,8 @@ __all__ = [
     "MiniLMEmbedder",
     "Hit",
     "PassageIndex",
+    "bm25_words",
+    "BM25Index",
     "Datastore",
     "LMStates",
     "lm_states",
@@ -218,6 +229,98 @@ class PassageIndex:
         top = self.scores(queries).topk(k, dim=-1)  # values, indices: (M, K)
         return [[Hit(int(i), float(s), self.passages[int(i)]) for s, i in zip(vals.tolist(), idx.tolist())]
                 for vals, idx in zip(top.values, top.indices)]
+
+
+def bm25_words(text: str) -> list[str]:
+    """The words BM25 counts: lower-cased runs of letters, digits and apostrophes.
+
+    >>> bm25_words("O Romeo, Romeo! wherefore art thou Romeo?")
+    ['o', 'romeo', 'romeo', 'wherefore', 'art', 'thou', 'romeo']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return re.findall(r"[0-9a-z']+", text.lower())
+
+
+class BM25Index:
+    """Okapi BM25: rank passages by the query words they contain (Robertson & Zaragoza 2009).
+
+    For a query with words w (each occurrence counted, as rank_bm25 does) and a passage d,
+
+        score(q, d) = sum_w idf(w) * tf(w, d) (k1 + 1) / (tf(w, d) + k1 (1 - b + b |d| / avgdl)),
+        idf(w) = log(1 + (N - n(w) + 0.5) / (n(w) + 0.5)),
+
+    with tf the count of w in d, |d| the passage's length in words, avgdl the mean length,
+    N passages of which n(w) contain w. Rare words weigh more (idf); a word's count
+    saturates (k1); long passages are discounted (b). The defaults k1 = 1.5, b = 0.75 are
+    rank_bm25's; the idf with the 1 + inside the log (Lucene's) is never negative.
+    ``search`` returns ``Hit``s like ``PassageIndex.search``; equal scores keep passage order.
+
+    Hand check: passages "the cat sat", "the dog", "cat cat dog bird"; query "cat".
+    N = 3, n(cat) = 2, idf = log(1 + 1.5 / 2.5) = log 1.6; avgdl = 3. Passage 0: tf 1,
+    |d| 3: 2.5 / (1 + 1.5) = 1, score log 1.6 = 0.470. Passage 2: tf 2, |d| 4:
+    5 / (2 + 1.5 * 1.25) = 1.290, score 0.606. Passage 1: 0.
+
+    >>> bm = BM25Index(["the cat sat", "the dog", "cat cat dog bird"])
+    >>> [round(float(v), 3) for v in bm.scores(["cat"])[0]]
+    [0.47, 0.0, 0.606]
+    >>> [h.index for h in bm.search("cat", k=2)[0]]
+    [2, 0]
+    """
+
+    def __init__(self, passages: Sequence[str], k1: float = 1.5, b: float = 0.75):
+        if isinstance(passages, str) or not isinstance(passages, Sequence) or len(passages) == 0:
+            raise ValueError("passages must be a non-empty list of str")
+        if not all(isinstance(p, str) for p in passages):
+            raise ValueError("passages must hold only str")
+        if isinstance(k1, bool) or not isinstance(k1, (int, float)) or not 0 <= k1 < math.inf:
+            raise ValueError(f"k1 must be a finite number >= 0, got {k1!r}")
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 <= b <= 1:
+            raise ValueError(f"b must be a number in [0, 1], got {b!r}")
+        self.passages, self.k1, self.b = list(passages), float(k1), float(b)
+        counts = [Counter(bm25_words(p)) for p in self.passages]
+        lengths = torch.tensor([sum(c.values()) for c in counts], dtype=torch.float64)  # (N,) words per passage
+        avgdl = float(lengths.mean()) or 1.0
+        norm = self.k1 * (1 - self.b + self.b * lengths / avgdl)  # (N,) the length discount
+        # For every word: the passages that hold it, and its term weight tf (k1 + 1) / (tf + norm) in each.
+        self.postings: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        docs: dict[str, list[int]] = {}
+        for i, c in enumerate(counts):
+            for w in c:
+                docs.setdefault(w, []).append(i)
+        n = len(self.passages)
+        self.idf = {w: math.log(1 + (n - len(ix) + 0.5) / (len(ix) + 0.5)) for w, ix in docs.items()}
+        for w, ix in docs.items():
+            tf = torch.tensor([counts[i][w] for i in ix], dtype=torch.float64)
+            idx = torch.tensor(ix)
+            self.postings[w] = (idx, self.idf[w] * tf * (self.k1 + 1) / (tf + norm[idx]))
+
+    def __len__(self) -> int:
+        return len(self.passages)
+
+    def scores(self, queries) -> torch.Tensor:
+        """(M, N) BM25 score of every passage for each query (a str or a list of str)."""
+        if isinstance(queries, str):
+            queries = [queries]
+        if not isinstance(queries, Sequence) or len(queries) == 0 or not all(isinstance(q, str) for q in queries):
+            raise ValueError("queries must be a str or a non-empty list of str")
+        out = torch.zeros(len(queries), len(self), dtype=torch.float64)
+        for row, q in enumerate(queries):
+            for w in bm25_words(q):
+                if w in self.postings:  # a word no passage holds adds nothing
+                    idx, weight = self.postings[w]
+                    out[row].index_add_(0, idx, weight)
+        return out
+
+    def search(self, queries, k: int = 5) -> list[list[Hit]]:
+        """The ``k`` highest-scoring passages of each query, best first (ties in passage order)."""
+        _check_positive_int("k", k)
+        if k > len(self):
+            raise ValueError(f"k={k} is more than the {len(self)} passages in the index")
+        sc = self.scores(queries)
+        order = torch.sort(sc, dim=-1, descending=True, stable=True).indices[:, :k]  # (M, K)
+        return [[Hit(int(i), float(sc[m, i]), self.passages[int(i)]) for i in row.tolist()]
+                for m, row in enumerate(order)]
 
 
 # ------------------------------------------------------------------- kNN-LM
