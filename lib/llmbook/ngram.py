@@ -18,6 +18,12 @@ estimate; the model then *backs off* to the next shorter history, so every
 conditional is still a proper distribution (a continuation never seen after a seen
 history gets probability 0, as maximum likelihood says).
 
+There is no end-of-sequence symbol: the model is normalised per length, that is, the
+probabilities of all strings of one length L sum to 1, for every L. That is all that
+perplexity and sampling need. A distribution over texts of every length would multiply in
+a last factor p(</s> | x_1..x_L), the probability that the text stops there (chapter 0,
+section 1; Jurafsky & Martin, *Speech and Language Processing*, chapter 3).
+
 Covers: fitting by counting, next-character distributions, sequence log-probability,
 perplexity, sampling with temperature. Leaves out: interpolation and Kneser-Ney
 smoothing (Chen & Goodman, 1998), words or subword tokens (chapter 1), and neural
