@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from llmbook.scaling import (CHINCHILLA_TOKENS_PER_PARAM, GPT3_PARAMS, GPT3_TRAIN_TOKENS, KAPLAN_ALPHA_N,
-                             KAPLAN_N_C, chinchilla_optimal, chinchilla_tokens, fit_power_law,
-                             fit_power_law_offset, kaplan_loss, power_law, training_compute)
+                             KAPLAN_N_C, best_rate, chinchilla_optimal, chinchilla_tokens, fit_power_law,
+                             fit_power_law_offset, kaplan_loss, power_law, rate_to_bracket, training_compute)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,10 +85,64 @@ def test_chinchilla_rule_of_thumb():
     (lambda: chinchilla_optimal(-1.0), "compute"),
     (lambda: training_compute(1e9, 0), "tokens"),
     (lambda: kaplan_loss(0.0), "non_embedding_params"),
+    (lambda: best_rate({}), "val_by_lr"),
+    (lambda: best_rate({"x": 1.0}), "val_by_lr"),
+    (lambda: best_rate({-0.1: 1.0}), "learning rates"),
+    (lambda: best_rate({0.1: float("nan")}), "NaN"),
+    (lambda: rate_to_bracket({0.1: 1.0}, factor=1.0), "factor"),
 ])
 def test_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_rate_to_bracket_walks_out_of_the_grid_until_the_loss_turns_up():
+    # A loss that is a parabola in log(lr) with its minimum at 0.01: doubling from 0.004 must stop
+    # once the best rate has a worse one on each side.
+    loss = lambda lr: (math.log(lr) - math.log(0.01)) ** 2
+    tried = {lr: loss(lr) for lr in (0.001, 0.002, 0.004)}
+    added = []
+    while (nxt := rate_to_bracket(tried)) is not None:
+        added.append(nxt)
+        tried[nxt] = loss(nxt)
+    assert added == [0.008, 0.016]
+    assert best_rate(tried) == 0.008 and rate_to_bracket(tried) is None
+    # The same from above: halving until the loss turns up again.
+    tried = {lr: loss(lr) for lr in (0.08, 0.16)}
+    while (nxt := rate_to_bracket(tried)) is not None:
+        tried[nxt] = loss(nxt)
+    assert sorted(tried) == [0.005, 0.01, 0.02, 0.04, 0.08, 0.16] and best_rate(tried) == 0.01
+    # Keys as the sweep's JSON writes them (repr of the rate); a tie keeps the smaller rate.
+    assert best_rate({"0.002": 1.0, "0.004": 1.0}) == 0.002
+    assert rate_to_bracket({"0.002": 1.5, "0.004": 1.2, "0.008": 1.3}) is None
+
+
+def test_sweep_bracket_and_resume(tmp_path):
+    sweep = _load_sweep()
+    out = tmp_path / "scaling.json"
+    kw = dict(steps=4, batch_size=8, block_size=16, eval_batches=2, device="cpu", data_chars=100_000, log=lambda s: None)
+    first = sweep.run_sweep([(1, 16)], out=out, lr_multipliers=(1.0, 2.0), **kw)
+    assert first["complete"] and len(first["runs"][0]["val_loss_by_lr"]) == 2
+    trained = []
+    log = lambda line: trained.append(line) if line.startswith("  L1-d16 lr ") else None
+    again = sweep.run_sweep([(1, 16)], out=out, lr_multipliers=(1.0, 2.0), bracket=5,
+                            resume=json.loads(out.read_text()), **dict(kw, log=log))
+    run = again["runs"][0]
+    assert len(trained) == len(run["val_loss_by_lr"]) - 2     # the two recorded rates were not trained again
+    for lr, val in first["runs"][0]["val_loss_by_lr"].items():
+        assert run["val_loss_by_lr"][lr] == val               # and their losses are kept as recorded
+    rates = {float(k): v for k, v in run["val_loss_by_lr"].items()}
+    assert run["bracketed"] == (rate_to_bracket(rates) is None)
+    assert run["bracketed"] or len(rates) == 2 + 5            # bracketed, or stopped at the cap
+    assert run["lr"] == best_rate(rates) and run["val_loss"] == min(rates.values())
+    assert math.isfinite(run["test_loss"]) and set(run["seconds_by_lr"]) == set(run["val_loss_by_lr"])
+    assert again["meta"]["extended_by"] and json.loads(out.read_text()) == json.loads(json.dumps(again))
+    # A rate trained fresh from the start gives the loss the resumed sweep recorded.
+    newest = max(rates)
+    alone = sweep.run_sweep([(1, 16)], lr_multipliers=(newest / 2e-3,), **kw)
+    assert alone["runs"][0]["val_loss"] == rates[newest]
+    with pytest.raises(ValueError, match="steps"):
+        sweep.run_sweep([(1, 16)], resume=again, **dict(kw, steps=5))
 
 
 def test_sweep_two_tiny_sizes(tmp_path):
@@ -140,6 +194,10 @@ def test_sweep_bad_input():
         sweep.run_sweep([(1, 16)], steps=0)
     with pytest.raises(ValueError, match="d_model"):
         sweep.model_config(1, 20, 65, 16)
+    with pytest.raises(ValueError, match="bracket"):
+        sweep.run_sweep([(1, 16)], steps=1, bracket=-1)
+    with pytest.raises(ValueError, match="resume"):
+        sweep.run_sweep([(1, 16)], steps=1, resume=[1, 2])
 
 
 def test_committed_sweep_result():

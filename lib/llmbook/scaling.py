@@ -6,10 +6,12 @@ Covers: fitting L(N) = a N^(-alpha) by least squares in log-log space
 inside), evaluating a fitted law (``power_law``), Kaplan et al.'s published L(N) for
 non-embedding parameters (``kaplan_loss``), training compute C = 6 N D
 (``training_compute``), and Chinchilla's rule of thumb of about 20 training tokens per
-parameter (``chinchilla_tokens``, ``chinchilla_optimal``).
+parameter (``chinchilla_tokens``, ``chinchilla_optimal``). A sweep compares sizes
+fairly only if each size trains at its own best learning rate, so the module also says
+when a grid of tried rates brackets its best one (``best_rate``, ``rate_to_bracket``).
 
-Leaves out: the joint law L(N, D), compute-frontier (IsoFLOP) fits and learning-rate
-or batch-size scaling. The published constants below are quoted, not re-derived.
+Leaves out: the joint law L(N, D), compute-frontier (IsoFLOP) fits and a law for how
+the best learning rate or batch size moves with size. The published constants below are quoted, not re-derived.
 
 Papers: Kaplan et al. 2020, *Scaling Laws for Neural Language Models* (alpha_N = 0.076,
 N_c = 8.8e13 non-embedding parameters, loss in nats per token on WebText2);
@@ -39,6 +41,8 @@ __all__ = [
     "training_compute",
     "chinchilla_tokens",
     "chinchilla_optimal",
+    "best_rate",
+    "rate_to_bracket",
 ]
 
 # Kaplan et al. 2020, equation (1.1) / Table 5: L(N) = (N_c / N)^alpha_N for models
@@ -192,3 +196,57 @@ def chinchilla_optimal(compute: float, tokens_per_param: float = CHINCHILLA_TOKE
     _check_positive("tokens_per_param", tokens_per_param)
     n = math.sqrt(compute / (6.0 * tokens_per_param))
     return n, tokens_per_param * n
+
+
+def _check_rates(val_by_lr: dict) -> dict[float, float]:
+    if not isinstance(val_by_lr, dict) or not val_by_lr:
+        raise ValueError("val_by_lr must be a non-empty dict {learning rate: validation loss}")
+    out = {}
+    for lr, loss in val_by_lr.items():
+        try:
+            lr_f, loss_f = float(lr), float(loss)
+        except (TypeError, ValueError):
+            raise ValueError(f"val_by_lr must map numbers to numbers, got {lr!r}: {loss!r}") from None
+        if not (lr_f > 0 and math.isfinite(lr_f)):
+            raise ValueError(f"val_by_lr: learning rates must be finite and > 0, got {lr!r}")
+        if math.isnan(loss_f):
+            raise ValueError(f"val_by_lr: the loss at learning rate {lr!r} is NaN")
+        out[lr_f] = loss_f
+    return out
+
+
+def best_rate(val_by_lr: dict) -> float:
+    """The learning rate with the lowest validation loss (keys may be numbers or strings such as "0.004").
+
+    >>> best_rate({"0.001": 2.4, "0.002": 2.1, "0.004": 2.3})
+    0.002
+    """
+    rates = _check_rates(val_by_lr)
+    return min(sorted(rates), key=rates.get)
+
+
+def rate_to_bracket(val_by_lr: dict, factor: float = 2.0) -> float | None:
+    """The next learning rate to try so that the best one has a worse tried rate on each side, or None.
+
+    A best rate at the top of the tried grid says nothing about still higher rates: the
+    answer is the top rate times ``factor``. At the bottom, the bottom rate divided by
+    ``factor``. A best rate strictly inside the grid is bracketed: None. With one rate
+    tried, the answer is the next one up.
+
+    >>> rate_to_bracket({0.001: 2.4, 0.002: 2.2, 0.004: 2.1})
+    0.008
+    >>> rate_to_bracket({0.001: 2.4, 0.002: 2.2, 0.004: 2.1, 0.008: 2.15}) is None
+    True
+    >>> rate_to_bracket({0.002: 2.0, 0.004: 2.1})
+    0.001
+    """
+    rates = _check_rates(val_by_lr)
+    if not (isinstance(factor, (int, float)) and factor > 1 and math.isfinite(factor)):
+        raise ValueError(f"factor must be a finite number > 1, got {factor!r}")
+    ordered = sorted(rates)
+    best = best_rate(rates)
+    if best == ordered[-1]:
+        return ordered[-1] * factor
+    if best == ordered[0]:
+        return ordered[0] / factor
+    return None
