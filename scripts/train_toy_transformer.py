@@ -3,11 +3,14 @@
     OMP_NUM_THREADS=1 python scripts/train_toy_transformer.py --which reverse    # ch04 model (sinusoidal)
     OMP_NUM_THREADS=1 python scripts/train_toy_transformer.py --which learned    # ch05 model (learned positions)
     OMP_NUM_THREADS=1 python scripts/train_toy_transformer.py --which ln-curves  # ch04 Post-LN vs Pre-LN, 3 seeds
+    OMP_NUM_THREADS=1 python scripts/train_toy_transformer.py --which ln-curves --init xavier  # the same, Xavier init
 
 Models: ``TransformerConfig.small(vocab_size=13, max_len=32)``, trained on reversal of
-digit strings of length 1..8 by ONE call of ``llmbook.toy_seq2seq.train_seq2seq`` (the
-recipe chapter 4 runs live: one Adam, one batch generator, 100 warm-up steps, lr 1e-3)
-for a fixed ``--steps`` updates; there is no early stopping.
+digit strings of length 1..8 by ONE call of ``llmbook.toy_seq2seq.train_seq2seq`` (one
+Adam, one batch generator, lr 1e-3, a 100-step linear warm-up, then constant) for a fixed
+``--steps`` updates; there is no early stopping. Chapter 4's live run uses the same
+function and learning rate for 100 updates with a 50-step warm-up.
+
 
 Held-out data is truly held out: ``training_sources`` replays the run's generator, and
 every validation or test string that the run trains on is dropped (``drop_seen``).
@@ -20,7 +23,10 @@ Checkpoints are float32 safetensors (~1 MB), written atomically under data/check
 with the command, steps, seed, curve and test figures in their metadata.
 
 The ``ln-curves`` run trains 6+6-layer Post-LN and Pre-LN models with and without
-warm-up, for seeds 0, 1, 2, and writes their loss curves to data/results/ch04_ln_curves.json.
+warm-up, for seeds 0, 1, 2, and writes their loss curves to data/results/ch04_ln_curves.json
+(the library's initialisation) or, with ``--init xavier``, to
+data/results/ch04_ln_curves_xavier.json (every weight matrix re-drawn by
+``llmbook.transformer.xavier_init`` right after the seeded model is built).
 Deterministic on the CPU given the seeds.
 """
 
@@ -39,7 +45,7 @@ from safetensors.torch import save_file
 from llmbook.device import default_device, seed_everything
 from llmbook.toy_seq2seq import (VOCAB_SIZE, DigitTask, drop_seen, exact_match, make_batch, train_seq2seq,
                                  training_sources)
-from llmbook.transformer import Transformer, TransformerConfig
+from llmbook.transformer import Transformer, TransformerConfig, xavier_init
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TASK = DigitTask("reverse", 1, 8)
@@ -121,11 +127,14 @@ def train_toy(positional: str, out: str, steps: int, seed: int, device: torch.de
     print("saved", out)
 
 
-def ln_run(norm_first: bool, warmup: int, seed: int, steps: int, device: str) -> list[float]:
+def ln_run(norm_first: bool, warmup: int, seed: int, steps: int, device: str, init: str = "default") -> list[float]:
     """One Post-LN or Pre-LN run: per-step training losses (each run seeds its own model and batches)."""
     torch.set_num_threads(1)
     seed_everything(seed)
-    model = Transformer(ln_config(norm_first)).to(device)
+    model = Transformer(ln_config(norm_first))
+    if init == "xavier":
+        xavier_init(model)  # draws from the seeded global generator: the same for both placements
+    model = model.to(device)
     losses = train_seq2seq(model, TASK, steps, batch_size=BATCH, lr=LN_LR, warmup=warmup, seed=seed,
                            progress=False, clip=None)
     name = f"{'pre' if norm_first else 'post'}-LN, warm-up {warmup}"
@@ -133,15 +142,16 @@ def ln_run(norm_first: bool, warmup: int, seed: int, steps: int, device: str) ->
     return [round(x, 4) for x in losses]
 
 
-def ln_curves(out: str, steps: int, device: torch.device, jobs: int = 1) -> None:
+def ln_curves(out: str, steps: int, device: torch.device, jobs: int = 1, init: str = "default") -> None:
     runs = [(norm_first, warmup, seed) for norm_first in (False, True) for warmup in (0, 100) for seed in LN_SEEDS]
     if jobs > 1 and device.type == "cpu":  # independent, seeded runs: the same numbers in any order
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(ln_run, *zip(*runs), [steps] * len(runs), [str(device)] * len(runs)))
+            results = list(pool.map(ln_run, *zip(*runs), [steps] * len(runs), [str(device)] * len(runs),
+                                    [init] * len(runs)))
     else:
-        results = [ln_run(*r, steps, str(device)) for r in runs]
+        results = [ln_run(*r, steps, str(device), init) for r in runs]
     curves: dict[str, list[list[float]]] = {}
     for (norm_first, warmup, _), losses in zip(runs, results):
         curves.setdefault(f"{'pre' if norm_first else 'post'}-LN, warm-up {warmup}", []).append(losses)
@@ -150,7 +160,7 @@ def ln_curves(out: str, steps: int, device: torch.device, jobs: int = 1) -> None
     tmp = out + ".tmp"
     with open(tmp, "w") as f:
         json.dump({"meta": meta, "steps": steps, "lr": LN_LR, "seeds": list(LN_SEEDS),
-                   "config": "d_model=32, 6+6 layers, 2 heads, d_ff=64", "curves": curves}, f)
+                   "config": "d_model=32, 6+6 layers, 2 heads, d_ff=64", "init": init, "curves": curves}, f)
     os.replace(tmp, out)
     print("saved", out)
 
@@ -163,6 +173,8 @@ def main() -> None:
     p.add_argument("--ln-steps", type=int, default=150)
     p.add_argument("--device", default=None, help="default: llmbook.device.default_device()")
     p.add_argument("--jobs", type=int, default=1, help="ln-curves: CPU processes running the 12 runs (same results)")
+    p.add_argument("--init", choices=["default", "xavier"], default="default",
+                   help="ln-curves: the library's initialisation, or Xavier-uniform weight matrices")
     args = p.parse_args()
     device = torch.device(args.device) if args.device else default_device()
     ck = os.path.join(ROOT, "data", "checkpoints")
@@ -174,7 +186,8 @@ def main() -> None:
     else:
         res = os.path.join(ROOT, "data", "results")
         os.makedirs(res, exist_ok=True)
-        ln_curves(os.path.join(res, "ch04_ln_curves.json"), args.ln_steps, device, args.jobs)
+        name = "ch04_ln_curves.json" if args.init == "default" else "ch04_ln_curves_xavier.json"
+        ln_curves(os.path.join(res, name), args.ln_steps, device, args.jobs, args.init)
 
 
 if __name__ == "__main__":

@@ -72,3 +72,17 @@ def test_bad_input():
         LayerNorm(4)(torch.randn(2, 5))
     with pytest.raises(ValueError, match="sublayer_out"):
         AddNorm(4)(torch.randn(2, 4), torch.randn(3, 4))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_layernorm_half_precision_in_float32(dtype):
+    # Half-precision inputs are normalised in float32 and returned in their own dtype,
+    # as torch.nn.LayerNorm does; an offset of 300 makes bfloat16 statistics useless.
+    torch.manual_seed(0)
+    x = (torch.randn(4, 256) + 300.0).to(dtype)
+    ln = LayerNorm(256).to(dtype)
+    y = ln(x)
+    assert y.dtype == dtype
+    expected = F.layer_norm(x.float(), (256,)).to(dtype)
+    torch.testing.assert_close(y, expected)
+    torch.testing.assert_close(y, torch.nn.LayerNorm(256).to(dtype)(x))

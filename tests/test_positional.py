@@ -1,4 +1,4 @@
-"""llmbook.positional: the sinusoidal table, its rotation property, learned tables, RoPE."""
+"""llmbook.positional: the sinusoidal table, its rotation property, learned tables, RoPE, ALiBi."""
 
 import math
 
@@ -8,6 +8,8 @@ import torch
 from llmbook.positional import (
     LearnedPositionalEmbedding,
     SinusoidalPositionalEncoding,
+    alibi_bias,
+    alibi_slopes,
     apply_rope,
     rope_cache,
     sinusoidal_encoding,
@@ -141,3 +143,46 @@ def test_rope_bad_input():
         apply_rope(torch.randn(1, 2, 5, 8), cos, sin)
     with pytest.raises(ValueError, match="x"):
         apply_rope(torch.randn(2, 5, 8), cos, sin)
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 3, 4, 6, 8, 12, 16, 20])
+def test_alibi_slopes_match_bloom(n_heads):
+    # BLOOM's build_alibi_tensor computes the slopes with float32 powers, ours in float64
+    # (as the paper's reference code): equal up to float32 rounding, and exactly when every
+    # slope is a power of two (n divides 8).
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    ref = build_alibi_tensor(torch.ones(1, 2), n_heads, torch.float32)[:, 0, 1]  # slope x position 1
+    torch.testing.assert_close(alibi_slopes(n_heads), ref, atol=0, rtol=1e-6)
+    if 8 % n_heads == 0:
+        assert torch.equal(alibi_slopes(n_heads), ref)
+
+
+def test_alibi_bias_values():
+    T, H = 7, 4
+    bias = alibi_bias(T, H)
+    m = alibi_slopes(H)
+    assert bias.shape == (H, T, T)
+    for h in range(H):
+        for i in range(T):
+            for j in range(T):
+                expected = -m[h].item() * (i - j) if j <= i else float("-inf")
+                assert bias[h, i, j].item() == pytest.approx(expected)
+    sym = alibi_bias(T, H, causal=False)
+    torch.testing.assert_close(sym, sym.transpose(1, 2))
+    torch.testing.assert_close(torch.tril(sym), torch.tril(bias.nan_to_num(neginf=0.0)))
+    # the softmax only sees differences: adding m_h * j (BLOOM's form) changes nothing
+    scores = torch.randn(H, T, T)
+    bloom_form = (m[:, None, None] * torch.arange(T)[None, None, :]).expand(H, T, T)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    torch.testing.assert_close((scores + bias).softmax(-1),
+                               (scores + bloom_form).masked_fill(~causal, float("-inf")).softmax(-1))
+
+
+def test_alibi_bad_input():
+    with pytest.raises(ValueError, match="n_heads"):
+        alibi_slopes(0)
+    with pytest.raises(TypeError, match="n_heads"):
+        alibi_slopes(4.0)
+    with pytest.raises(ValueError, match="T"):
+        alibi_bias(0, 4)

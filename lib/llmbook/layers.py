@@ -5,7 +5,10 @@ Covers
 - ``LayerNorm``: normalise each position's feature vector to mean 0 and variance 1, then
   scale and shift it with learned ``weight`` and ``bias`` (Ba, Kiros & Hinton, 2016,
   "Layer Normalization", arXiv:1607.06450). Numerically the same as ``torch.nn.LayerNorm``
-  over the last dimension (biased variance, ``eps`` inside the square root).
+  over the last dimension (biased variance, ``eps`` inside the square root). Half-precision
+  inputs (float16, bfloat16) are normalised in float32 and cast back, as PyTorch's own
+  kernel does: a mean and a variance summed over hundreds of features in bfloat16 (8 bits
+  of mantissa) would lose most of their digits.
 - ``FeedForward``: the position-wise network FFN(x) = act(x W1 + b1) W2 + b2 of
   Vaswani et al. (2017), "Attention Is All You Need", section 3.3: widen from ``d_model``
   to ``d_ff``, apply ReLU or GELU, narrow back. The same weights act on every position.
@@ -19,9 +22,13 @@ chapter-4 notebook, to contrast with LayerNorm.
 
 Pre-LN
 ------
-GPT-2 moved the normalisation *inside* the residual branch: x + Sublayer(LayerNorm(x)),
-with one extra LayerNorm after the last block (Xiong et al., 2020, "On Layer
-Normalization in the Transformer Architecture"). ``AddNorm`` is the post-LN form; the
+The pre-LN placement puts the normalisation *inside* the residual branch:
+x + Sublayer(LayerNorm(x)), with one extra LayerNorm after the last block. GPT-2 adopted it
+(its paper says the LayerNorm "was moved to the input of each sub-block", relative to
+GPT-1); it was already in the Tensor2Tensor implementation of the Transformer, and Wang et
+al. (2019, "Learning Deep Transformer Models for Machine Translation") and Xiong et al.
+(2020, "On Layer Normalization in the Transformer Architecture") studied it. ``AddNorm`` is
+the post-LN form; the
 pre-LN form needs no wrapper, it is written out in ``llmbook.transformer`` as
 ``x = x + dropout(sublayer(norm(x)))``.
 
@@ -70,6 +77,11 @@ class LayerNorm(nn.Module):
     [-1.3416, -0.4472, 0.4472, 1.3416]
     >>> torch.allclose(y, torch.nn.LayerNorm(4)(torch.tensor([[1.0, 2.0, 3.0, 4.0]])))
     True
+
+    A bfloat16 input is normalised in float32 and returned in bfloat16:
+
+    >>> ln(torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.bfloat16)).dtype
+    torch.bfloat16
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True):
@@ -85,6 +97,9 @@ class LayerNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x must have {self.d_model} features in its last dimension, got shape {tuple(x.shape)}")
+        half = x.dtype if x.dtype in (torch.float16, torch.bfloat16) else None
+        if half is not None:
+            x = x.float()  # statistics in float32, as torch's kernel computes them
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
         # Biased variance (divide by D, not D - 1), as in the paper and torch.nn.LayerNorm.
         var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1)
@@ -92,7 +107,7 @@ class LayerNorm(nn.Module):
         y = y * self.weight
         if self.bias is not None:
             y = y + self.bias
-        return y
+        return y if half is None else y.to(half)
 
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}, bias={self.bias is not None}"

@@ -1,4 +1,4 @@
-"""Telling a Transformer where each token is: sinusoidal, learned and rotary positions.
+"""Telling a Transformer where each token is: sinusoidal, learned, rotary and ALiBi positions.
 
 Attention is a weighted sum over a *set*: permute the inputs and the outputs permute
 the same way. A position signal breaks that symmetry.
@@ -16,10 +16,15 @@ Covers
   q_m . k_n depends only on m - n. The layout is the "rotate-half" one of GPT-NeoX and
   Hugging Face's LLaMA (dimension j is paired with j + head_dim/2, not with j + 1), so
   that real LLaMA checkpoints (chapter 8, SmolLM2 with base 100000) load unchanged.
+- ``alibi_slopes`` / ``alibi_bias``: ALiBi (Press, Smith & Lewis, 2022, "Train Short, Test
+  Long", arXiv:2108.12409): nothing is added to the embeddings; every attention score
+  q_i . k_j gets the fixed penalty -m_h (i - j), a head-specific slope m_h times the
+  distance, so each head prefers recent tokens at its own rate, at any length.
 
 Leaves out
 ----------
-Relative position biases (T5, ALiBi) and RoPE scaling for long context (NTK, YaRN).
+T5's learned relative position buckets and RoPE scaling for long context (position
+interpolation, NTK-aware scaling, YaRN).
 
 Shapes: B batch, T sequence length, D = d_model, H heads, hd = head_dim.
 """
@@ -37,6 +42,8 @@ __all__ = [
     "rope_cache",
     "rotate_half",
     "apply_rope",
+    "alibi_slopes",
+    "alibi_bias",
 ]
 
 
@@ -241,3 +248,54 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     else:
         raise ValueError(f"cos must have 2 or 3 dimensions, got shape {tuple(cos.shape)}")
     return x * cos + rotate_half(x) * sin
+
+
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """ALiBi's per-head slopes m_h, float32 of shape (n_heads,).
+
+    For n heads, n a power of two, the slopes are the geometric sequence 2^(-8/n),
+    2^(-16/n), ..., 2^(-8) (Press et al., 2022, section 3): 1/2, 1/4, ..., 1/256 for 8 heads.
+    For other n the paper takes the 2^floor(log2 n) slopes of the nearest power of two and
+    fills the remaining heads with every other slope of twice that power (its reference
+    code, which BLOOM's ``build_alibi_tensor`` follows).
+
+    >>> alibi_slopes(8).tolist()
+    [0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625]
+    >>> [round(v, 4) for v in alibi_slopes(6).tolist()]   # 4 slopes of n=4, then 2 of n=8
+    [0.25, 0.0625, 0.0156, 0.0039, 0.5, 0.125]
+    """
+    _check_positive_int("n_heads", n_heads)
+
+    def power_of_two(n: int) -> list[float]:
+        start = 2.0 ** (-8.0 / n)
+        return [start ** (h + 1) for h in range(n)]
+
+    closest = 2 ** (n_heads.bit_length() - 1)  # the largest power of two <= n_heads
+    slopes = power_of_two(closest)
+    if closest < n_heads:
+        slopes += power_of_two(2 * closest)[0::2][: n_heads - closest]
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+def alibi_bias(T: int, n_heads: int, causal: bool = True, device: torch.device | str | None = None) -> torch.Tensor:
+    """The ALiBi term added to the attention scores, shape (n_heads, T, T), float32.
+
+    Entry (h, i, j) is -m_h (i - j): zero on the diagonal, falling by m_h per token of
+    distance. With ``causal=True`` the entries above the diagonal (j > i, the future) are
+    -inf, so the tensor is a complete additive mask for ``F.scaled_dot_product_attention``
+    (``attn_mask``) or ``llmbook.attention`` (a float mask is added to the scores). With
+    ``causal=False`` the penalty is symmetric, -m_h |i - j|.
+
+    >>> alibi_bias(3, 2)[0]                          # the slope of head 0 of 2 is 1/16
+    tensor([[ 0.0000,    -inf,    -inf],
+            [-0.0625,  0.0000,    -inf],
+            [-0.1250, -0.0625,  0.0000]])
+    """
+    _check_positive_int("T", T)
+    pos = torch.arange(T, device=device)
+    offset = (pos[None, :] - pos[:, None]).to(torch.float32)  # (T, T): j - i, <= 0 for the past
+    m = alibi_slopes(n_heads).to(device)[:, None, None]  # (H, 1, 1)
+    if not causal:
+        return 0.0 - m * offset.abs()  # -m_h |i - j| (0.0 - keeps the diagonal +0)
+    bias = m * offset.clamp(max=0)  # (H, T, T): -m_h (i - j) on and below the diagonal
+    return bias.masked_fill(offset > 0, float("-inf"))

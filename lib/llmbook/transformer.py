@@ -20,8 +20,23 @@ Covers
 
 Leaves out
 ----------
-Beam search, label smoothing, the learning-rate schedule (the chapter-4 notebook writes
-the warm-up out), and a KV cache for decoding (chapter 8).
+Beam search (chapter 6c), label smoothing (the chapter-4 notebook writes it out and checks
+it against ``F.cross_entropy(label_smoothing=...)``, but the toy runs train without it), the
+learning-rate schedule (the chapter-4 notebook writes the paper's out), and a KV cache for
+decoding (chapter 8).
+
+Initialisation
+--------------
+The paper does not state one. The Annotated Transformer (Rush, 2018) and
+``torch.nn.Transformer`` draw every weight matrix Xavier-uniform (Glorot & Bengio, 2010).
+This module keeps PyTorch's default for its ``nn.Linear`` layers (Kaiming-uniform with
+a = sqrt(5), which is U(-1/sqrt(fan_in), 1/sqrt(fan_in))) and draws the shared embedding
+from N(0, 1/d_model); the chapter-4 notebook prints both spreads side by side. The toy
+checkpoints were trained with this initialisation. ``xavier_init`` re-draws the weight
+matrices the Xavier way; chapter 4 uses it to show that the initialisation decides whether
+Post-LN's gradients grow towards the output at initialisation (Xiong et al., 2020,
+Figure 3) and how much Post-LN lags Pre-LN in training. ``copy_from_torch`` copies
+weights, so the equivalence tests do not depend on either.
 
 Masks follow ``llmbook.attention``: a boolean ``mask`` is True where attention is
 *allowed*; a ``*_key_padding_mask`` (B, T) is True at PADDING positions.
@@ -41,7 +56,8 @@ from .device import check_index_range, check_on_device
 from .layers import AddNorm, FeedForward, LayerNorm
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 
-__all__ = ["TransformerConfig", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "Transformer", "copy_from_torch"]
+__all__ = ["TransformerConfig", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "Transformer", "copy_from_torch",
+           "xavier_init"]
 
 
 @dataclass
@@ -377,6 +393,27 @@ class Transformer(nn.Module):
                 break
         self.train(was_training)
         return ys[:, 1:]
+
+
+@torch.no_grad()
+def xavier_init(model: nn.Module) -> nn.Module:
+    """Re-draw the weight of every ``nn.Linear`` in ``model`` Xavier-uniform; returns ``model``.
+
+    U(-a, a) with a = sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio, 2010), the choice of
+    ``torch.nn.Transformer`` and the Annotated Transformer. Biases, LayerNorms and the
+    embeddings (N(0, 1/d_model), scaled by sqrt(d_model) in ``forward``) are left alone.
+    Uses the global random generator, so seed it first for a reproducible draw.
+
+    >>> lin = xavier_init(nn.Sequential(nn.Linear(512, 2048)))[0]
+    >>> bool(lin.weight.abs().max() <= (6 / (512 + 2048)) ** 0.5)
+    True
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+    return model
 
 
 @torch.no_grad()
