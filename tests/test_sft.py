@@ -125,3 +125,137 @@ def test_sft_loop_bad_inputs():
         sft_train(model, [sft_example([1], [2])], steps=0, lr=1e-3)
     with pytest.raises(ValueError, match="speakers must be"):
         speaker_questions("A:\nhello there my friend", [])
+
+
+# ---------------------------------------------------------------- chapter 9's task: the last word of a line
+
+def test_last_word_questions_and_their_pieces():
+    from llmbook.line_tasks import last_word_questions, play_lines, question_line, word_candidates
+
+    part = "HAMLET:\nTo be, or not to be: that is the question:\nAy me!\n\nOPHELIA:\nGood my lord, o'er the hill'\n"
+    assert play_lines(part) == ["To be, or not to be: that is the", "Good my lord, o'er the hill'"]
+    q = last_word_questions(part)
+    assert q == [("Last word: To be, or not to be: that is the\n", "the"),
+                 ("Last word: Good my lord, o'er the hill'\n", "hill")]   # the closing quote is not part of the word
+    assert question_line(q[0][0]) == "To be, or not to be: that is the"
+    assert word_candidates(q[0][0]) == [w + "\n" for w in ["To", "be", "or", "not", "to", "that", "is", "the"]]
+    assert last_word_questions(part, min_words=7) == [q[0]]
+    for call, word in [(lambda: play_lines(3), "part must be a str"), (lambda: play_lines("", 5, 10), "max_chars"),
+                       (lambda: last_word_questions("", min_words=0), "min_words"),
+                       (lambda: question_line("Who says: x\n"), "question must start")]:
+        with pytest.raises((TypeError, ValueError), match=word):
+            call()
+
+
+def test_sample_questions_is_a_uniform_draw_of_distinct_questions():
+    from llmbook.line_tasks import sample_questions
+
+    qs = [(f"q{i}", "a") for i in range(100)] + [("q0", "a")] * 50      # one question repeated 50 times
+    s = sample_questions(qs, 60, seed=3)
+    assert len(set(s)) == 60 and s == sample_questions(qs, 60, seed=3) and s != sample_questions(qs, 60, seed=4)
+    assert any(int(q[1:]) >= 60 for q, _ in s)         # not the head of the list
+    counts = [0] * 100                                 # every question equally likely, wherever it stands
+    for seed in range(400):
+        for q, _ in sample_questions(qs, 10, seed):
+            counts[int(q[1:])] += 1
+    assert max(counts[:50]) < 80 and max(counts[50:]) < 80 and min(counts) > 15      # expected 40 each
+    with pytest.raises(ValueError, match="distinct questions"):
+        sample_questions(qs, 101, 0)
+    with pytest.raises(ValueError, match="n must be"):
+        sample_questions(qs, 0, 0)
+
+
+def test_constant_baselines_and_answer_kinds():
+    from llmbook.line_tasks import KINDS, answer_kind, constant_baselines, kind_counts
+
+    b = constant_baselines(["the", "the", "me", "and"], ["me", "me", "the", "you", "and"])
+    assert b == {"majority": ("the", 0.2), "best constant": ("me", 0.4)}
+    qs = [("Last word: O Romeo, Romeo, wherefore\n", "wherefore")] * 4
+    assert kind_counts(["wherefore", "Romeo", "wherfore", ""], qs) == dict(zip(KINDS, [1, 1, 1, 1]))
+    assert answer_kind("romeo", qs[0][0], "wherefore") == "not a word of the line"   # case matters
+    with pytest.raises(ValueError, match="non-empty"):
+        constant_baselines([], ["a"])
+    with pytest.raises(ValueError, match="differ in length"):
+        kind_counts(["a"], [])
+
+
+def test_chapter_task_held_out_sets_are_unseen_and_not_a_constant():
+    from llmbook.data import load_splits
+    from llmbook.line_tasks import constant_baselines, last_word_questions, sample_questions
+
+    s = load_splits("shakespeare")
+    train = last_word_questions(s.train)
+    seen = {q for q, _ in train}
+    every = last_word_questions(s.test)
+    assert 0 < sum(q in seen for q, _ in every) < 100             # a few lines ("Good my lord,") recur across plays
+    test = sample_questions(every, 400, 0, exclude=seen)
+    assert len(train) > 50_000 and not any(q in seen for q, _ in test)
+    b = constant_baselines([a for _, a in train], [a for _, a in test])
+    assert b["majority"][1] <= b["best constant"][1] < 0.1            # no answer covers a tenth of the questions
+    assert max(len(q) + len(a) + 1 for q, a in test) <= 64            # question and answer fit the GPT's context
+
+
+def test_sft_batches_pad_or_pack_the_same_draws():
+    from llmbook.post_training import sft_batches
+
+    g = torch.Generator().manual_seed(1)
+    ex = [sft_example(torch.randint(1, 50, (int(n),), generator=g).tolist(), [7, 8]) for n in torch.randint(2, 9, (30,), generator=g)]
+    padded = list(sft_batches(ex, 5, 4, seed=2))
+    packed = list(sft_batches(ex, 5, 4, seed=2, pack_block=16))
+    for (xp, yp), (xk, yk) in zip(padded, packed):
+        real = [t for row in xp.tolist() for t in row if t != 0]   # the examples' ids are >= 1, padding is 0
+        assert xk.reshape(-1)[:len(real)].tolist() == real       # packing lays the same examples end to end
+        assert xk.shape[1] == 16 and xk.numel() < len(real) + 16
+        assert int((yk != IGNORE_INDEX).sum()) <= int((yp != IGNORE_INDEX).sum())  # a row's first label is no target
+    with pytest.raises(ValueError, match="pack_block"):
+        next(sft_batches(ex, 1, 2, pack_block=1))
+
+
+def test_sft_train_schedule_and_packing():
+    from llmbook.post_training import sft_train
+
+    examples = [sft_example([1, k], [k + 5, 11]) for k in range(1, 6)]
+
+    def run(**kw):
+        torch.manual_seed(0)
+        model = GPT(GPTConfig.baby(vocab_size=12, n_layer=1, d_model=32, n_head=2, d_ff=64, block_size=16))
+        return sft_train(model, examples, steps=40, lr=1e-2, batch_size=5, seed=0, **kw)
+    constant = run()
+    assert run(min_lr=1e-2) == constant                          # a cosine from lr to lr is the constant rate
+    decayed = run(min_lr=0.0)
+    assert decayed != constant and decayed[-1] < decayed[0] / 2
+    packed = run(pack_block=8)
+    assert packed[-1] < packed[0] / 2
+    with pytest.raises(ValueError, match="min_lr"):
+        run(min_lr=1.0)
+
+
+def test_greedy_match_is_greedy_decoding():
+    from llmbook.post_training import greedy_answers, greedy_match, sft_train
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig.baby(vocab_size=12, n_layer=1, d_model=32, n_head=2, d_ff=64, block_size=16))
+    enc = lambda s: [11 if c == "|" else int(c) for c in s]  # noqa: E731  (one digit = one id; "|" = 11 stops)
+    dec = lambda ids: "".join(str(i) if i < 10 else "|" for i in ids)  # noqa: E731
+    sft_train(model, [sft_example([1, k, 2], [k + 1, 11]) for k in range(2, 8)], steps=80, lr=1e-2, batch_size=6)
+    prompts = [f"1{k}2" for k in range(2, 9)] + ["11", "3"]
+    replies = greedy_answers(model, enc, dec, prompts, max_new=3, stop="|")
+    for p, r in zip(prompts, replies):                       # against a token-by-token greedy loop
+        ids = enc(p)
+        for _ in range(3):
+            nxt = int(model(torch.tensor([ids]))[0][0, -1].argmax())
+            ids.append(nxt)
+            if nxt == 11:
+                break
+        assert r == dec(ids[len(enc(p)):]).split("|")[0]
+    answers = [f"{k + 1}" for k in range(2, 9)] + ["0", "4"]
+    ok = greedy_match(model, enc, prompts, [a + "|" for a in answers])
+    # right when greedy decoding writes the answer and then the stop token (11)
+    assert ok.tolist() == [r == a and _stops(model, enc(p) + enc(a)) for p, r, a in zip(prompts, replies, answers)]
+    assert sum(ok.tolist()) >= 5                              # the lookup is learned
+    with pytest.raises(ValueError, match="same length"):
+        greedy_match(model, enc, ["12"], [])
+
+
+def _stops(model, ids):
+    return int(model(torch.tensor([ids]))[0][0, -1].argmax()) == 11

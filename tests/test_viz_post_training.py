@@ -242,3 +242,26 @@ def test_key_value_cache_gives_the_same_samples(setup, temperature, seed):
     long_prompt = vocab.encode("Who says: " + "a" * 30 + "?\n")  # past the context: the uncached loop crops it
     assert (sample_answers(models["SFT"], long_prompt, 2, 1.0, 1, max_new=4)
             == sample_answers(models["SFT"], long_prompt, 2, 1.0, 1, max_new=4, use_cache=False))
+
+
+def test_candidates_can_depend_on_the_prompt(setup):
+    """Chapter 9 reads the whole answers among the words of the line a question asks about."""
+    models, vocab = setup
+    per_prompt = lambda text: [w + "\n" for w in text.replace("?", " ").split()[2:]]  # noqa: E731  (the words after "Who says:")
+    args = dict(prompt=PROMPTS[1], checkpoint="SFT", against="base", temperature=0.0, seed=0, max_new=3)
+    data = checkpoint_data(models, vocab.encode, vocab.decode, candidates=per_prompt, **args)
+    assert data["candidates"] == ["O\n", "Romeo\n"]
+    torch.testing.assert_close(data["answer_p"][0], answer_probs(models["SFT"], vocab.encode(PROMPTS[1]),
+                                                                 [vocab.encode(c) for c in data["candidates"]]))
+    spec = checkpoint_spec(data, vocab.decode)
+    assert spec["panels"][2]["labels"] == ["O", "Romeo"]
+    fig, _ = checkpoint_render(models, vocab.encode, vocab.decode, candidates=per_prompt, **args)
+    assert len(fig.axes) == 4
+    no_words = checkpoint_data(models, vocab.encode, vocab.decode, candidates=lambda text: [], **args)
+    assert no_words["answer_p"] is None                      # no candidates for this prompt: no whole-answer row
+    with pytest.raises(ValueError, match="candidates"):
+        checkpoint_data(models, vocab.encode, vocab.decode, candidates=lambda text: [""], **args)
+    ex = checkpoint_explorer(models, vocab.encode, vocab.decode, PROMPTS, candidates=per_prompt, max_new=3)
+    assert ex.last_error is None and ex.front.spec["panels"][2]["labels"] == ["To", "be"]
+    ex.controls["prompt"].value = PROMPTS[1]
+    assert ex.last_error is None and ex.front.spec["panels"][2]["labels"] == ["O", "Romeo"]

@@ -1953,21 +1953,38 @@ def _ex_09_2(answer, rng, ctx):
                   show=lambda a: f"d_in={a[0]}, d_out={a[1]}, r={a[2]}")
 
 
-@_register("09.3", "The DPO loss of one pair", "complete",
-           "def dpo_pair_loss(pc, pr, rc, rr, beta):\n    return NotImplemented  # your code here")
+@_register("09.3", "The log-probability of an answer", "complete",
+           "def answer_logprob(logits, labels):\n    return NotImplemented  # your code here")
 def _ex_09_3(answer, rng, ctx):
-    from .post_training import dpo_loss
-    cases = [tuple(-rng.uniform(0.5, 30) for _ in range(4)) + (rng.choice([0.05, 0.1, 0.5, 1.0]),) for _ in range(6)]
+    from .post_training import IGNORE_INDEX, sequence_logprobs
+    cases = []
+    for _ in range(6):
+        T, V = rng.randint(4, 10), rng.randint(5, 12)
+        n_prompt = rng.randint(1, T - 2)
+        logits = 2 * torch.randn(T, V, generator=_tgen(rng))
+        labels = [IGNORE_INDEX] * n_prompt + [rng.randrange(V) for _ in range(T - n_prompt)]
+        cases.append((logits, labels))
 
-    def ref(pc, pr, rc, rr, beta):
-        return float(dpo_loss(*(torch.tensor([v], dtype=torch.float64) for v in (pc, pr, rc, rr)), beta=beta).loss)
-    softplus = lambda z: math.log1p(math.exp(-abs(z))) + max(-z, 0.0)  # noqa: E731  (-log sigmoid z)
-    return _cases(lambda *a: float(_call(answer, *a)), ref, cases, rel=1e-5,
-                  wrong=[(lambda pc, pr, rc, rr, b: softplus(b * (pc - pr)), "the reference policy is missing: use log pi - log pi_ref"),
-                         (lambda pc, pr, rc, rr, b: softplus(-b * ((pc - rc) - (pr - rr))), "the sign is flipped: the chosen answer should win"),
-                         (lambda pc, pr, rc, rr, b: softplus((pc - rc) - (pr - rr)), "multiply the difference by beta")],
-                  hint="loss = -log sigmoid(beta * [(log pi(chosen) - log pi_ref(chosen)) - (same for rejected)])",
-                  show=lambda a: "pc={:.3g}, pr={:.3g}, rc={:.3g}, rr={:.3g}, beta={}".format(*a))
+    def ref(logits, labels):
+        return float(sequence_logprobs(logits[None], torch.tensor([labels]))[0])
+
+    def unshifted(logits, labels):
+        logp = logits.log_softmax(-1)
+        return sum(float(logp[t, y]) for t, y in enumerate(labels) if y != IGNORE_INDEX)
+
+    def mean(logits, labels):
+        n = sum(y != IGNORE_INDEX for y in labels[1:])
+        return ref(logits, labels) / n
+
+    def raw(logits, labels):
+        return sum(float(logits[t, y]) for t, y in enumerate(labels[1:]) if y != IGNORE_INDEX)
+    return _cases(lambda lg, lb: float(_call(answer, lg.clone(), list(lb))), ref, cases, rel=1e-5,
+                  wrong=[(unshifted, "position t predicts the next token: compare the logits at t with the label at t + 1"),
+                         (lambda lg, lb: math.exp(ref(lg, lb)), "return the log-probability (a sum of logs), not the probability"),
+                         (mean, "the answer's log-probability is the sum over its tokens, not the mean"),
+                         (raw, "turn the logits into log-probabilities first (log_softmax over the vocabulary)")],
+                  hint="log_softmax over the vocabulary, then add the entries of the labelled next tokens; skip -100",
+                  show=lambda a: f"logits of shape {tuple(a[0].shape)}, labels={a[1]}")
 
 
 # ====================================================================== chapter 07b (T5 and GLM objectives)

@@ -24,6 +24,7 @@ transformers); ``causal_lm_loss`` shifts them, so position t predicts ``labels[t
 
 from __future__ import annotations
 
+import math
 from typing import Callable, NamedTuple, Sequence
 
 import torch
@@ -31,7 +32,8 @@ import torch.nn.functional as F
 
 __all__ = ["IGNORE_INDEX", "sft_example", "chat_segments", "segment_labels", "pad_batch", "pack_examples",
            "causal_lm_loss", "sequence_logprobs", "bradley_terry", "dpo_loss", "DPOLoss", "token_kl",
-           "speaker_questions", "sft_train", "dpo_train", "score_answers"]
+           "speaker_questions", "sft_batches", "sft_train", "dpo_train", "score_answers", "greedy_match",
+           "greedy_answers"]
 
 IGNORE_INDEX = -100  # cross_entropy's default ignore_index: positions that carry no loss
 
@@ -300,29 +302,56 @@ def speaker_questions(part: str, speakers: Sequence[str], max_chars: int = 34,
     return out
 
 
-def sft_train(model: torch.nn.Module, examples: Sequence[tuple[Sequence[int], Sequence[int]]], steps: int,
-              lr: float, batch_size: int = 16, seed: int = 0) -> list[float]:
-    """AdamW on ``causal_lm_loss`` of padded random batches of (input_ids, labels); trains what requires grad.
+def sft_batches(examples: Sequence[tuple[Sequence[int], Sequence[int]]], steps: int, batch_size: int = 16,
+                seed: int = 0, pack_block: int | None = None):
+    """The (input_ids, labels) batches of ``sft_train``: ``steps`` random draws of ``batch_size`` examples.
 
-    Returns the loss of every step. The batches depend only on ``seed``.
+    The draws depend only on ``seed``, so runs that differ in anything else see the same
+    examples in the same order. Each draw is padded (``pad_batch``, one example per row) or,
+    with ``pack_block``, packed end to end into rows of that many tokens (``pack_examples``).
+    Yields CPU tensors.
     """
     if not examples:
         raise ValueError("examples is empty")
     for name, v in (("steps", steps), ("batch_size", batch_size)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    if pack_block is not None and (isinstance(pack_block, bool) or not isinstance(pack_block, int) or pack_block < 2):
+        raise ValueError(f"pack_block must be None (pad) or an int >= 2, got {pack_block!r}")
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        pick = [examples[i] for i in torch.randint(len(examples), (batch_size,), generator=g).tolist()]
+        yield pad_batch(pick, 0) if pack_block is None else pack_examples(pick, pack_block)
+
+
+def sft_train(model: torch.nn.Module, examples: Sequence[tuple[Sequence[int], Sequence[int]]], steps: int,
+              lr: float, batch_size: int = 16, seed: int = 0, min_lr: float | None = None,
+              pack_block: int | None = None) -> list[float]:
+    """AdamW on ``causal_lm_loss`` of random batches of (input_ids, labels); trains what requires grad.
+
+    Returns the loss of every step. The batches come from ``sft_batches`` (padded, or packed
+    into rows of ``pack_block`` tokens) and depend only on ``seed``. The learning rate is
+    ``lr`` throughout, or, with ``min_lr``, a cosine from ``lr`` down to ``min_lr`` at the last step.
+    """
+    if not examples:
+        raise ValueError("examples is empty")
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < float("inf"):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    if min_lr is not None and (isinstance(min_lr, bool) or not isinstance(min_lr, (int, float)) or not 0 <= min_lr <= lr):
+        raise ValueError(f"min_lr must be None or a number in [0, lr], got {min_lr!r}")
+    batches = sft_batches(examples, steps, batch_size, seed, pack_block)  # checks steps, batch_size, pack_block
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("model has no parameter that requires grad")
     device = params[0].device
-    g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     model.train()
     losses = []
-    for _ in range(steps):
-        pick = torch.randint(len(examples), (batch_size,), generator=g).tolist()
-        x, y = pad_batch([examples[i] for i in pick], 0, device)
-        loss = causal_lm_loss(model(x)[0], y)
+    for step, (x, y) in enumerate(batches):
+        if min_lr is not None:  # cosine decay: lr at step 0, min_lr at the last step
+            for group in opt.param_groups:
+                group["lr"] = min_lr + 0.5 * (lr - min_lr) * (1 + math.cos(math.pi * step / max(1, steps - 1)))
+        loss = causal_lm_loss(model(x.to(device))[0], y.to(device))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -390,3 +419,55 @@ def score_answers(model: torch.nn.Module, encode: Callable[[str], list[int]], pr
         out.append(sequence_logprobs(model(x)[0], y))
     model.train(was_training)
     return torch.cat(out).view(len(prompts), len(candidates))
+
+
+@torch.no_grad()
+def greedy_match(model: torch.nn.Module, encode: Callable[[str], list[int]], prompts: Sequence[str],
+                 answers: Sequence[str], batch_size: int = 256) -> torch.Tensor:
+    """Would greedy decoding after each prompt write exactly its answer? A (len(prompts),) bool tensor.
+
+    Greedy decoding writes ``answer`` if and only if, with the answer's own characters fed in
+    (teacher forcing), the most likely next token is the answer's next token at every position.
+    So one batched forward pass per ``batch_size`` questions replaces a token-by-token
+    generation (an exact tie between two most likely tokens aside). Include the stop token in
+    ``answers`` (e.g. ``"word\\n"``) to require that the model also stops there.
+    """
+    if not prompts or len(prompts) != len(answers):
+        raise ValueError(f"prompts and answers must be non-empty and of the same length, got {len(prompts)} and {len(answers)}")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    examples = [sft_example(encode(p), encode(a)) for p, a in zip(prompts, answers)]
+    out = []
+    for s in range(0, len(examples), batch_size):
+        x, y = pad_batch(examples[s:s + batch_size], 0, device)
+        target = y[:, 1:]                                            # position t predicts token t + 1
+        hit = (model(x)[0][:, :-1].argmax(-1) == target) | (target == IGNORE_INDEX)
+        out.append(hit.all(1).cpu())
+    model.train(was_training)
+    return torch.cat(out)
+
+
+@torch.no_grad()
+def greedy_answers(model: torch.nn.Module, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str],
+                   prompts: Sequence[str], max_new: int = 16, stop: str = "\n") -> list[str]:
+    """The greedy reply to each prompt, cut at the first ``stop`` (at most ``max_new`` tokens).
+
+    Prompts of equal length are generated together, one batch per length, with the model's
+    own ``generate(ids, max_new, temperature=0)`` (the book's GPT; it keeps a key-value cache).
+    """
+    if not prompts:
+        raise ValueError("prompts is empty")
+    if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
+        raise ValueError(f"max_new must be an int >= 1, got {max_new!r}")
+    ids = [encode(p) for p in prompts]
+    by_len: dict[int, list[int]] = {}
+    for i, x in enumerate(ids):
+        by_len.setdefault(len(x), []).append(i)
+    out: list[str] = [""] * len(prompts)
+    for n, rows in by_len.items():
+        new = model.generate(torch.tensor([ids[i] for i in rows]), max_new, temperature=0)[:, n:].tolist()
+        for i, row in zip(rows, new):
+            text = decode(row)
+            out[i] = text.split(stop)[0] if stop else text
+    return out

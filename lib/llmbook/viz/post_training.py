@@ -4,7 +4,8 @@ Chapter 9 makes several models from one base model (supervised fine-tuning, LoRA
 ``checkpoint_render`` shows, for a prompt and two of them (the ``checkpoint`` and the one
 it is compared ``against``): the next-token distribution after the prompt, the probability
 of each whole candidate answer (normalised over the candidates; optional), and answers
-sampled from each with the same seed. ``checkpoint_explorer`` wires a prompt menu, a free
+sampled from each with the same seed. The candidates are fixed, or a function of the prompt
+(chapter 9's candidates are the words of the line a question asks about). ``checkpoint_explorer`` wires a prompt menu, a free
 prompt box, the two checkpoint selectors, a temperature slider and a seed to it, and draws
 in the browser (``llmbook.viz.frontend``, view ``bar_grid``): ``checkpoint_data`` computes
 the numbers once, ``checkpoint_spec`` packs them, ``checkpoint_render`` draws the same with
@@ -45,6 +46,7 @@ __all__ = ["next_token_probs", "answer_probs", "sample_answers", "comparison_fig
            "checkpoint_spec", "checkpoint_render", "checkpoint_explorer"]
 
 TOP_N = 10  # next tokens shown per checkpoint
+Candidates = Sequence[str] | Callable[[str], Sequence[str]] | None  # whole answers: fixed, per prompt, or none
 
 
 def _logits(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -207,11 +209,14 @@ def comparison_figure(probs: Sequence, labels: Sequence[str], names: Sequence[st
 
 def checkpoint_data(models: Mapping[str, torch.nn.Module], encode: Callable[[str], list[int]],
                     decode: Callable[[list[int]], str], prompt: str, checkpoint: str, against: str,
-                    temperature: float, seed: int, custom: str = "", candidates: Sequence[str] | None = None,
+                    temperature: float, seed: int, custom: str = "", candidates: Candidates = None,
                     n_samples: int = 3, max_new: int = 16, stop: str = "\n", cache: ResultMemo | None = None) -> dict:
     """What the comparer shows, computed once: for ``names = [checkpoint, against]``, the
     next-token distributions ``probs`` (one (V,) vector each), the whole-answer distributions
-    ``answer_p`` (None without ``candidates``) and the decoded ``samples`` (``n_samples`` each).
+    ``answer_p`` (None without candidates) and the decoded ``samples`` (``n_samples`` each).
+
+    ``candidates`` is a list of answers, a function ``prompt text -> list of answers`` (called
+    with the prompt shown; an empty list means no whole-answer row for that prompt), or None.
 
     ``custom``, when not blank, replaces ``prompt``. ``temperature = 0`` samples greedily.
     With a ``cache``, a distribution already computed for (prompt, checkpoint) and samples
@@ -231,6 +236,10 @@ def checkpoint_data(models: Mapping[str, torch.nn.Module], encode: Callable[[str
     if isinstance(seed, bool) or not isinstance(seed, int):  # checked here: True would find seed 1's samples
         raise ValueError(f"seed must be an int, got {reprlib.repr(seed)}")
     stop_ids = encode(stop) if stop else []
+    if callable(candidates):
+        candidates = list(candidates(text))
+        if not all(isinstance(c, str) and c for c in candidates):
+            raise ValueError("candidates(prompt) must return a list of non-empty strings")
     cand_ids = [encode(c) for c in candidates] if candidates else None
     cache = cache if cache is not None else ResultMemo()
     key = tuple(_check_ids(ids))
@@ -277,7 +286,7 @@ def checkpoint_spec(data: dict, decode: Callable[[list[int]], str], top_n: int =
 
 def checkpoint_render(models: Mapping[str, torch.nn.Module], encode: Callable[[str], list[int]],
                       decode: Callable[[list[int]], str], prompt: str, checkpoint: str, against: str,
-                      temperature: float, seed: int, custom: str = "", candidates: Sequence[str] | None = None,
+                      temperature: float, seed: int, custom: str = "", candidates: Candidates = None,
                       n_samples: int = 3, max_new: int = 16, stop: str = "\n", cache: ResultMemo | None = None) -> list:
     """Figure (next-token and whole-answer distributions of two checkpoints) and an HTML table of sampled answers.
 
@@ -300,7 +309,7 @@ def checkpoint_render(models: Mapping[str, torch.nn.Module], encode: Callable[[s
 def checkpoint_explorer(models: Mapping[str, torch.nn.Module], encode: Callable[[str], list[int]],
                         decode: Callable[[list[int]], str], prompts: Sequence[str], checkpoint: str | None = None,
                         against: str | None = None, temperature: float = 1.0, seed: int = 0,
-                        candidates: Sequence[str] | None = None, n_samples: int = 3, max_new: int = 16,
+                        candidates: Candidates = None, n_samples: int = 3, max_new: int = 16,
                         stop: str = "\n") -> Explorer:
     """Explorer with controls ``prompt`` (menu), ``custom`` (free text), ``checkpoint``, ``against``,
     ``temperature`` and ``seed`` over ``models`` (name -> model, e.g. base / SFT / LoRA / DPO).
