@@ -223,3 +223,87 @@ def test_a_short_training_learns_and_both_fillers_answer():
     assert all(isinstance(x, str) and len(x) <= 16 for x in b)
     with pytest.raises(ValueError, match="kind"):
         train_denoiser(bert, "clm", data, v, 1)
+
+
+# ---------------------------------------------------------------------- scoring hidden characters by likelihood
+from llmbook.objectives import (corrupted_items, score_hidden_bigram, score_hidden_mlm,  # noqa: E402
+                                score_hidden_span, score_hidden_unigram, word_items)
+
+
+def test_corrupted_items_follow_each_pre_training_layout():
+    text = TEXT * 3
+    span = corrupted_items(text, 20, "span", block=64, seed=0)
+    mlm = corrupted_items(text, 20, "mlm", block=64, seed=0)
+    for (w, h), (w2, h2) in zip(span, mlm):
+        assert len(w) == 64 and len(h) == len(h2) == round(0.15 * 64)
+        assert list(h) == sorted(set(h)) and list(h2) == sorted(set(h2))
+        assert h[-1] == 63  # T5: the last token is always noise
+        runs = sum(1 for i, p in enumerate(h) if i == 0 or p != h[i - 1] + 1)
+        assert runs == round(round(0.15 * 64) / 3)
+    assert corrupted_items(text, 5, "mlm", seed=4) == corrupted_items(text, 5, "mlm", seed=4)
+    assert word_items([("abc def", 4, 3)]) == [("abc def", (4, 5, 6))]
+    for call, exc, name in ((lambda: corrupted_items(text, 5, "bert"), ValueError, "style"),
+                            (lambda: corrupted_items(text, 0, "span"), ValueError, "n must"),
+                            (lambda: corrupted_items("short", 5, "span"), ValueError, "text"),
+                            (lambda: word_items([("abc", 2, 5)]), ValueError, "items"),
+                            (lambda: score_hidden_unigram(TEXT, [("abc", (5,))]), ValueError, "hidden"),
+                            (lambda: score_hidden_unigram(TEXT, [("abc", 1)]), TypeError, "hidden"),
+                            (lambda: score_hidden_unigram("", [("abc", (1,))]), ValueError, "train_text"),
+                            (lambda: score_hidden_bigram("a", [("abc", (1,))]), ValueError, "train_text")):
+        with pytest.raises(exc, match=name):
+            call()
+
+
+def _tiny_models(v):
+    torch.manual_seed(0)
+    bert = BertMLM(BertConfig(vocab_size=len(v), hidden_size=32, n_layers=1, n_heads=2, intermediate_size=64,
+                              max_position=64, dropout=0.0, attention_dropout=0.0)).eval()
+    t5 = Transformer(TransformerConfig.tiny(vocab_size=len(v), max_len=64)).eval()
+    return bert, t5
+
+
+def test_span_scores_are_the_teacher_forced_cross_entropy():
+    v = SpanVocab(TEXT)
+    _, t5 = _tiny_models(v)
+    window = TEXT[:40]
+    hidden = (3, 4, 5, 20, 39)  # two spans inside, one at the end
+    chars, layout = score_hidden_span(t5, v, [(window, hidden)])
+    ids = v.encode(window)
+    s = v.sentinels
+    src = ids[:3] + [s[0]] + ids[6:20] + [s[1]] + ids[21:39] + [s[2]]
+    tgt = [s[0]] + ids[3:6] + [s[1], ids[20], s[2], ids[39], s[3], v.eos]
+    with torch.no_grad():
+        logp = torch.log_softmax(t5(torch.tensor([src]), torch.tensor([[v.bos] + tgt[:-1]])), -1)[0]
+    nll = -logp[torch.arange(len(tgt)), torch.tensor(tgt)]
+    is_char = torch.tensor([t >= v.offset for t in tgt])
+    torch.testing.assert_close(torch.tensor(chars[0]), nll[is_char])
+    torch.testing.assert_close(torch.tensor(layout[0]), nll[~is_char])
+
+
+def test_scores_do_not_depend_on_the_batch():
+    # items of different lengths are padded together; padding must not change any score
+    v = SpanVocab(TEXT)
+    bert, t5 = _tiny_models(v)
+    items = corrupted_items(TEXT * 3, 3, "mlm", block=40, seed=1) + word_items(blank_examples(TEXT, 3, block=40))
+    together_c, together_l = score_hidden_span(t5, v, items)
+    for i, it in enumerate(items):
+        c, lay = score_hidden_span(t5, v, [it])
+        torch.testing.assert_close(torch.tensor(c[0]), torch.tensor(together_c[i]))
+        torch.testing.assert_close(torch.tensor(lay[0]), torch.tensor(together_l[i]))
+    together = score_hidden_mlm(bert, v, items, batch_size=2)
+    for i, it in enumerate(items):
+        torch.testing.assert_close(torch.tensor(score_hidden_mlm(bert, v, [it])[0]), torch.tensor(together[i]))
+        assert len(together[i]) == len(it[1]) and min(together[i]) > 0
+
+
+def test_mlm_scores_read_each_masked_position():
+    v = SpanVocab(TEXT)
+    bert, _ = _tiny_models(v)
+    window, hidden = TEXT[:40], (2, 7, 8)
+    x = torch.tensor([v.encode(window)])
+    y = x[0, list(hidden)].clone()
+    x[0, list(hidden)] = v.mask
+    with torch.no_grad():
+        logp = torch.log_softmax(bert(x), -1)[0]
+    torch.testing.assert_close(torch.tensor(score_hidden_mlm(bert, v, [(window, hidden)])[0]),
+                               -logp[torch.tensor(hidden), y])

@@ -9,11 +9,17 @@ them back.
 a Unified Text-to-Text Transformer", section 3.1.4 and 3.3): a fraction ``noise_density``
 (15 %) of the tokens is removed in spans whose mean length is ``mean_span_length`` (3).
 The encoder reads the text with each span replaced by one *sentinel* token; the decoder
-writes each sentinel followed by the tokens it stands for, and one last sentinel:
+writes each sentinel followed by the tokens it stands for, and one last sentinel (the layout
+of the paper's Figure 2, which this module follows):
 
     original  Thank you for inviting me to your party last week .
     inputs    Thank you <X> me to your party <Y> week .
     targets   <X> for inviting <Y> last <Z>
+
+T5's released code (``nonnoise_span_to_unique_sentinel`` in ``t5/data/preprocessors.py``)
+ends differently: its runs end with noise, so its target ends with the last span and then
+``</s>``, with no closing sentinel. Both targets have N + k + 1 tokens (N noise tokens, k
+spans), counting ``</s>`` there and the closing sentinel here.
 
 The number of noise tokens is ``round(L * noise_density)`` and the number of spans
 ``round(noise / mean_span_length)``, exactly as T5's ``random_spans_noise_mask``: the
@@ -42,6 +48,7 @@ target always restores the input).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -64,6 +71,12 @@ __all__ = [
     "blank_examples",
     "fill_blank_mlm",
     "fill_blank_span",
+    "word_items",
+    "corrupted_items",
+    "score_hidden_mlm",
+    "score_hidden_span",
+    "score_hidden_unigram",
+    "score_hidden_bigram",
 ]
 
 
@@ -496,3 +509,197 @@ def fill_blank_span(model, vocab: SpanVocab, items, max_new: int = 16) -> list[s
             span.append(t)
         answers.append(vocab.decode([t for t in span if t >= vocab.offset]))
     return answers
+
+
+# ----------------------------------------------------------------------------- scoring by likelihood
+# A greedy answer says little about a model that is still unsure: one most likely string hides
+# how much probability the right one got. The scores below give each hidden character its
+# negative log-likelihood (nats) under the model, teacher-forced where the model writes. A test
+# item is (window, hidden positions); the three ways of choosing the positions follow.
+
+
+def word_items(items) -> list[tuple[str, tuple[int, ...]]]:
+    """``blank_examples``' (window, start, length) items as (window, hidden positions): one whole word.
+
+    >>> word_items([("to be or not", 3, 2)])
+    [('to be or not', (3, 4))]
+    """
+    out = []
+    for it in items:
+        if not (isinstance(it, tuple) and len(it) == 3):
+            raise TypeError("items must be (window, start, length) tuples from blank_examples")
+        w, s, n = it
+        if not (isinstance(w, str) and 0 <= s and n >= 1 and s + n <= len(w)):
+            raise ValueError(f"items: a blank ({s}, {n}) outside its window of {len(w)} characters")
+        out.append((w, tuple(range(s, s + n))))
+    return out
+
+
+def corrupted_items(text: str, n: int, style: str, block: int = 64, noise_density: float = 0.15,
+                    mean_span_length: float = 3.0, seed: int = 0) -> list[tuple[str, tuple[int, ...]]]:
+    """``n`` windows of ``block`` characters of ``text``, each with its hidden positions.
+
+    ``style="span"``: T5's layout (``noise_span_lengths``): ``round(noise_density * block)``
+    characters in ``round(N / mean_span_length)`` spans, the last span at the window's end.
+    ``style="mlm"``: as many characters at uniformly random positions (BERT's 15 %; at test
+    time every one of them is a [MASK]). Deterministic for ``seed``.
+
+    >>> [len(h) for _, h in corrupted_items("abcdefghij" * 20, 3, "span", block=40, seed=0)]
+    [6, 6, 6]
+    >>> corrupted_items("abcdefghij" * 20, 1, "span", block=40, seed=0)[0][1][-1]   # T5: the last token is noise
+    39
+    """
+    if style not in ("span", "mlm"):
+        raise ValueError(f"style must be 'span' (T5's layout) or 'mlm' (BERT's), got {style!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    if isinstance(block, bool) or not isinstance(block, int) or block < 2:
+        raise ValueError(f"block must be an int >= 2, got {block!r}")
+    if not isinstance(text, str) or len(text) <= block:
+        raise ValueError(f"text must be a str longer than block={block}")
+    g = torch.Generator().manual_seed(seed)
+    items = []
+    for _ in range(n):
+        s = int(torch.randint(len(text) - block, (1,), generator=g))
+        kept, noise = noise_span_lengths(block, noise_density, mean_span_length, generator=g)
+        if style == "span":
+            hidden, pos = [], 0
+            for a, b in zip(kept, noise):
+                hidden += range(pos + a, pos + a + b)
+                pos += a + b
+        else:
+            hidden = torch.randperm(block, generator=g)[:sum(noise)].sort().values.tolist()
+        items.append((text[s:s + block], tuple(hidden)))
+    return items
+
+
+def _hidden_runs(positions: Sequence[int]) -> list[list[int]]:
+    """Maximal runs of consecutive positions: [1, 2, 5] -> [[1, 2], [5]]."""
+    runs: list[list[int]] = []
+    for p in positions:
+        if runs and p == runs[-1][-1] + 1:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    return runs
+
+
+def _check_items(items, vocab: SpanVocab | None = None) -> list[tuple[str, list[int]]]:
+    out = []
+    for it in items:
+        if not (isinstance(it, tuple) and len(it) == 2 and isinstance(it[0], str)):
+            raise TypeError("items must be (window, hidden positions) pairs, as word_items and corrupted_items give")
+        w, hidden = it
+        try:
+            h = [int(p) for p in hidden]
+        except TypeError:
+            raise TypeError(f"items: hidden positions must be a sequence of ints, got {hidden!r}") from None
+        if not h or h != sorted(set(h)) or h[0] < 0 or h[-1] >= len(w):
+            raise ValueError(f"items: hidden positions must be distinct, sorted and inside the window, got {h}")
+        out.append((w, h))
+    return out
+
+
+@torch.no_grad()
+def score_hidden_mlm(model: torch.nn.Module, vocab: SpanVocab, items, batch_size: int = 100) -> list[list[float]]:
+    """-log p (nats) of each hidden character under a masked LM (``BertMLM``).
+
+    Every hidden position is a [MASK], so the model is told where the characters are and how
+    many; all are predicted at once, each on its own (BERT's factorisation).
+    """
+    its = _check_items(items)
+    device = next(model.parameters()).device
+    out = []
+    for b in range(0, len(its), batch_size):
+        chunk = its[b:b + batch_size]
+        x = torch.tensor([vocab.encode(w) for w, _ in chunk])  # (B, block); windows have one length
+        y = x.clone()
+        for i, (_, h) in enumerate(chunk):
+            x[i, h] = vocab.mask
+        logp = torch.log_softmax(model(x.to(device)).float(), -1).cpu()  # (B, block, V)
+        for i, (_, h) in enumerate(chunk):
+            out.append((-logp[i, h, y[i, h]]).tolist())
+    return out
+
+
+def _span_example(vocab: SpanVocab, window: str, hidden: list[int]):
+    """Encoder input, decoder target, and which target tokens are characters, for one item."""
+    ids = vocab.encode(window)
+    runs = _hidden_runs(hidden)
+    if len(runs) + 1 > len(vocab.sentinels):
+        raise ValueError(f"items: {len(runs)} hidden spans need {len(runs) + 1} sentinels, the vocabulary has "
+                         f"{len(vocab.sentinels)}")
+    src, tgt, is_char, pos = [], [], [], 0
+    for k, run in enumerate(runs):
+        src += ids[pos:run[0]] + [vocab.sentinels[k]]
+        tgt += [vocab.sentinels[k]] + [ids[p] for p in run]
+        is_char += [False] + [True] * len(run)
+        pos = run[-1] + 1
+    src += ids[pos:]
+    tgt += [vocab.sentinels[len(runs)], vocab.eos]  # the closing sentinel and [EOS], as in span_batch
+    is_char += [False, False]
+    return src, tgt, is_char
+
+
+@torch.no_grad()
+def score_hidden_span(model: torch.nn.Module, vocab: SpanVocab, items,
+                      batch_size: int = 100) -> tuple[list[list[float]], list[list[float]]]:
+    """Teacher-forced -log p (nats) under a span-corruption encoder-decoder (``Transformer``).
+
+    Each run of hidden positions is one sentinel in the encoder's input; the decoder's target
+    is ``<X0> run0 <X1> run1 ... <Xk> [EOS]``, the layout it was trained on (``span_batch``).
+    Returns, per item, the scores of the hidden characters and those of the other target
+    tokens (the sentinels and [EOS]: where each span ends, which a masked LM is told).
+    """
+    its = _check_items(items)
+    device = next(model.parameters()).device
+    pad = torch.nn.utils.rnn.pad_sequence
+    chars, layout = [], []
+    for b in range(0, len(its), batch_size):
+        ex = [_span_example(vocab, w, h) for w, h in its[b:b + batch_size]]
+        src = pad([torch.tensor(s) for s, _, _ in ex], batch_first=True, padding_value=vocab.pad)
+        tgt = pad([torch.tensor(t) for _, t, _ in ex], batch_first=True, padding_value=vocab.pad)
+        tgt_in = torch.cat([torch.full((len(ex), 1), vocab.bos), tgt[:, :-1]], dim=1)  # teacher forcing
+        logp = torch.log_softmax(model(src.to(device), tgt_in.to(device)).float(), -1).cpu()  # (B, T, V)
+        nll = -logp.gather(-1, tgt[..., None]).squeeze(-1)  # (B, T)
+        for i, (_, t, is_char) in enumerate(ex):
+            row = nll[i, :len(t)].tolist()
+            chars.append([v for v, c in zip(row, is_char) if c])
+            layout.append([v for v, c in zip(row, is_char) if not c])
+    return chars, layout
+
+
+def score_hidden_unigram(train_text: str, items) -> list[list[float]]:
+    """The trivial baseline: -log p (nats) of each hidden character under the character
+    frequencies of ``train_text`` (add-one smoothed), blind to the context.
+
+    >>> [round(v, 3) for v in score_hidden_unigram("aab", [("ab", (0, 1))])[0]]
+    [0.511, 0.916]
+    """
+    if not isinstance(train_text, str) or not train_text:
+        raise ValueError("train_text must be a non-empty str")
+    its = _check_items(items)
+    counts = Counter(train_text)
+    n_types = len(set(counts) | {c for w, _ in its for c in w})
+    total = len(train_text) + n_types
+    return [[-math.log((counts.get(w[p], 0) + 1) / total) for p in h] for w, h in its]
+
+
+def score_hidden_bigram(train_text: str, items) -> list[list[float]]:
+    """A second trivial baseline: -log p (nats) of each hidden character given the character just
+    before it in the window (hidden or not, as a decoder fed its own span would see it), from
+    the character-pair counts of ``train_text``, add-one smoothed; the first character of a
+    window falls back to the frequencies.
+
+    >>> [round(v, 3) for v in score_hidden_bigram("abab", [("ab", (1,))])[0]]   # (2 + 1) / (2 + 2)
+    [0.288]
+    """
+    if not isinstance(train_text, str) or len(train_text) < 2:
+        raise ValueError("train_text must be a str of at least 2 characters")
+    its = _check_items(items)
+    pairs = Counter(zip(train_text, train_text[1:]))
+    firsts = Counter(train_text[:-1])
+    n_types = len(set(train_text) | {c for w, _ in its for c in w})
+    unigram = score_hidden_unigram(train_text, items)
+    return [[-math.log((pairs.get((w[p - 1], w[p]), 0) + 1) / (firsts.get(w[p - 1], 0) + n_types)) if p > 0 else u
+             for p, u in zip(h, uni)] for (w, h), uni in zip(its, unigram)]
