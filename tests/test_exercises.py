@@ -589,21 +589,24 @@ def test_08d_per_token_never_overturns_a_longest_sum_winner():
 
 
 # ---------------------------------------------------------------- chapter 09 (post-training)
-def _dpo_pair_loss(pc, pr, rc, rr, beta):
-    z = beta * ((pc - rc) - (pr - rr))
-    return math.log1p(math.exp(-z))  # -log sigmoid(z)
+def _answer_logprob(logits, labels):
+    """09.3: the summed log-probability of the labelled tokens, position t predicting t + 1."""
+    logp = torch.log_softmax(logits, dim=-1)
+    return sum(float(logp[t, labels[t + 1]]) for t in range(len(labels) - 1) if labels[t + 1] != -100)
 
 
 SOLUTIONS.update({
     "09.1": lambda p, a: [-100] * len(p) + list(a),
     "09.2": lambda d_in, d_out, r: r * (d_in + d_out),
-    "09.3": _dpo_pair_loss,
+    "09.3": _answer_logprob,
 })
 WRONG.update({
     "09.1": [lambda p, a: list(p) + list(a), lambda p, a: list(p) + [-100] * len(a)],
     "09.2": [lambda d_in, d_out, r: d_in * d_out, lambda d_in, d_out, r: r * d_in * d_out],
-    "09.3": [lambda pc, pr, rc, rr, beta: math.log1p(math.exp(-beta * (pc - pr))),
-             lambda pc, pr, rc, rr, beta: _dpo_pair_loss(pc, pr, rc, rr, -beta)],
+    # no shift; the probability instead of its log; the raw logits
+    "09.3": [lambda lg, lb: sum(float(lg.log_softmax(-1)[t, y]) for t, y in enumerate(lb) if y != -100),
+             lambda lg, lb: math.exp(_answer_logprob(lg, lb)),
+             lambda lg, lb: sum(float(lg[t, lb[t + 1]]) for t in range(len(lb) - 1) if lb[t + 1] != -100)],
 })
 
 
