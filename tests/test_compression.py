@@ -47,3 +47,18 @@ def test_quantize_and_bad_input():
         compress([7], lambda p: [0.5, 0.5])
     with pytest.raises(ValueError, match="data"):
         decompress(b"\x00", lambda p: [0.5, 0.5])
+
+
+def test_quantize_a_batch_row_by_row():
+    # A batch (..., V) is quantised row by row, each row exactly as a lone vector would be
+    probs = torch.softmax(3 * torch.randn(2, 5, 81, generator=torch.Generator().manual_seed(0),
+                                          dtype=torch.float64), -1)
+    probs[0, 1] = 0.0
+    probs[0, 1, 7] = 1.0                                       # a one-hot row
+    batch = quantize_probs(probs)
+    assert batch.shape == (2, 5, 81) and (batch.sum(-1) == 1 << 16).all() and batch.min() >= 1
+    for i in range(2):
+        for j in range(5):
+            assert (batch[i, j] == quantize_probs(probs[i, j])).all()
+    with pytest.raises(ValueError, match="probs sum to zero in some row"):
+        quantize_probs([[0.5, 0.5], [0.0, 0.0]])

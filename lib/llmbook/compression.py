@@ -6,8 +6,8 @@ whole message. So the cross-entropy a language model reaches on a text, in bits,
 the size it can compress that text to (Shannon 1948; Deletang et al. 2023, *Language
 Modeling Is Compression*).
 
-Covers: quantising a probability vector to integer frequencies (every symbol at least
-1, so any text can be coded), a 32-bit integer arithmetic coder (Witten, Neal & Cleary
+Covers: quantising a probability vector, or a batch of them, to integer frequencies (every
+symbol at least 1, so any text can be coded), a 32-bit integer arithmetic coder (Witten, Neal & Cleary
 1987, in the form of Nayuki's reference implementation) whose encoder and decoder make
 bit-identical decisions, and ``compress``/``decompress`` for any predictor
 ``next_probs(prefix) -> probabilities``, with ``gpt_predictor`` wrapping a GPT.
@@ -43,21 +43,30 @@ NextProbs = Callable[[Sequence[int]], "torch.Tensor | np.ndarray"]
 def quantize_probs(probs, total: int = 1 << FREQ_BITS) -> np.ndarray:
     """Integer frequencies proportional to ``probs``, each >= 1, summing to ``total``.
 
+    ``probs`` is one distribution (V,) or a batch of them (..., V): each row is quantised on
+    its own, by the same arithmetic, so a coder that runs many streams side by side (one per
+    chunk of a text) can quantise a whole step at once.
+
     >>> quantize_probs([0.5, 0.25, 0.25, 0.0], total=16).tolist()
     [7, 4, 4, 1]
+    >>> quantize_probs([[0.5, 0.25, 0.25, 0.0], [0.0, 0.0, 0.0, 2.0]], total=16).tolist()
+    [[7, 4, 4, 1], [1, 1, 1, 13]]
     """
     p = probs.detach().double().cpu().numpy() if isinstance(probs, torch.Tensor) else np.asarray(probs, dtype=np.float64)
-    if p.ndim != 1 or len(p) < 1:
-        raise ValueError(f"probs must be a 1-D vector, got shape {p.shape}")
+    if p.ndim < 1 or p.shape[-1] < 1:
+        raise ValueError(f"probs must be a vector (V,) or a batch of vectors (..., V), got shape {p.shape}")
     if not np.all(np.isfinite(p)) or np.any(p < 0):
         raise ValueError("probs must be finite and non-negative")
-    if total < 2 * len(p) or total > QUARTER:
-        raise ValueError(f"total must be in [2 * {len(p)}, 2**30], got {total}")
-    s = p.sum()
-    if s <= 0:
-        raise ValueError("probs sum to zero")
-    freqs = np.floor(p / s * (total - len(p))).astype(np.int64) + 1  # +1: no symbol is impossible
-    freqs[int(np.argmax(freqs))] += total - int(freqs.sum())  # the rounding remainder goes to the top symbol
+    V = p.shape[-1]
+    if total < 2 * V or total > QUARTER:
+        raise ValueError(f"total must be in [2 * {V}, 2**30], got {total}")
+    s = p.sum(axis=-1, keepdims=True)
+    if np.any(s <= 0):
+        raise ValueError("probs sum to zero" + (" in some row" if p.ndim > 1 else ""))
+    freqs = np.floor(p / s * (total - V)).astype(np.int64) + 1  # +1: no symbol is impossible
+    top = np.argmax(freqs, axis=-1)[..., None]  # the rounding remainder goes to each row's top symbol
+    remainder = total - freqs.sum(axis=-1, keepdims=True)
+    np.put_along_axis(freqs, top, np.take_along_axis(freqs, top, axis=-1) + remainder, axis=-1)
     return freqs
 
 

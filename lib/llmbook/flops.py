@@ -2,7 +2,9 @@
 
 Covers: the exact parameter count of ``llmbook.gpt.GPT`` for any ``GPTConfig`` (checked
 against the instantiated model in tests), training FLOPs per token (6N for the weights
-plus the attention term 6 n_layer n_ctx d_model, Kaplan et al. 2020, Table 1), total
+plus the attention term 6 n_layer n_ctx d_model: three times the forward entry
+2 n_layer n_ctx d_attn of Kaplan et al. 2020, Table 1, which is half of what a dense
+implementation of the scores and the weighted sum computes; chapter 6b measures both), total
 training compute (about 6 N D), model FLOPs utilisation (MFU), and the bytes of weights,
 gradients and Adam state during training.
 
@@ -67,8 +69,10 @@ def param_count(cfg: GPTConfig, non_embedding: bool = False) -> int:
 def train_flops_per_token(cfg: GPTConfig, n_ctx: int | None = None) -> float:
     """Training FLOPs per token: 6 N (non-embedding N plus the output layer) + 6 n_layer n_ctx d_model.
 
-    Forward: 2 FLOPs (multiply + add) per weight per token, plus 2 n_layer n_ctx d_model for
-    the attention scores and weighted sums; backward is twice the forward.
+    Forward: 2 FLOPs (multiply + add) per weight per token, plus Kaplan et al.'s
+    2 n_layer n_ctx d_model for attention over the context (2020, Table 1; a dense
+    implementation of the scores and the weighted sum does twice that, 4 n_layer n_ctx
+    d_model); backward is twice the forward.
 
     >>> f"{train_flops_per_token(GPTConfig.gpt3('175B')):.3e}"
     '1.062e+12'
