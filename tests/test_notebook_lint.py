@@ -111,7 +111,6 @@ def test_outputs_check_catches_planted_violations():
 # other unprinted number there fails, and a notebook whose prose is fixed passes as it is. Remove an
 # entry when its notebook lands (`python tests/notebook_lint.py` lists what is left).
 PENDING_NUMBERS = {
-    "06a_build_gpt": {"1,500", "120,000", "50,257", "48", "96"},
     "06c_decoding": {"25"},
     "07_bert": {"50", "22.7", "72"},
 }
