@@ -18,6 +18,7 @@ from llmbook.bert import (
     BertForSequenceClassification,
     batch_encode,
     classify_accuracy,
+    classify_correct,
     fine_tune,
     load_checkpoint,
     make_nsp_pairs,
@@ -224,6 +225,11 @@ def test_fine_tuning_tiny_model_beats_chance():
     fine_tune(model, wp, train, epochs=3, lr=3e-3, batch_size=32, max_len=16, seed=0)
     after = classify_accuracy(model, wp, val)
     assert after > 0.85 and after > before + 0.2, (before, after)  # chance is 0.5
+    hits = classify_correct(model, wp, val, batch_size=7)             # per item, batches of any size
+    assert hits.shape == (len(val),) and hits.dtype == torch.bool
+    assert int(hits.sum()) / len(val) == after
+    with pytest.raises(ValueError, match="data"):
+        classify_correct(model, wp, [])
 
 
 def test_mean_pool_bad_input():

@@ -57,3 +57,19 @@ def test_committed_result_records_its_protocol():
         assert len(row["test_acc"]) == len(data["seeds"])
         best = max(data["weight_decays"], key=lambda wd: (sum(row["val_acc_by_weight_decay"][repr(wd)]), -wd))
         assert row["weight_decay"] == best  # chosen on validation, not on test
+        assert row["bracketed"] and best < max(data["weight_decays"])  # the best decay lies inside the grid
+        assert all(len(bits) == data["n_test"] and set(bits) <= {"0", "1"} for bits in row["test_correct"])
+    ft = data["rows"]["MiniLM, fine-tuned"]  # the fine-tuned row is in the committed file, every seed, per tweet
+    assert len(ft["test_acc"]) == len(data["seeds"]) and len(ft["test_correct"]) == len(data["seeds"])
+    for acc, bits in zip(ft["test_acc"], ft["test_correct"]):
+        assert len(bits) == data["n_test"] and bits.count("1") / len(bits) == acc
+
+
+def test_standardise_uses_the_training_rows_only():
+    m = _load()
+    g = torch.Generator().manual_seed(0)
+    train, other = 3 + 2 * torch.randn(50, 4, generator=g), 10 + torch.randn(7, 4, generator=g)
+    s_train, s_other = m.standardise(train, other)
+    torch.testing.assert_close(s_train.mean(0), torch.zeros(4), atol=1e-5, rtol=0)
+    torch.testing.assert_close(s_train.std(0), torch.ones(4), atol=1e-5, rtol=0)
+    torch.testing.assert_close(s_other, (other - train.mean(0)) / train.std(0))  # the training statistics, not its own

@@ -116,6 +116,11 @@ def test_embedding_sum_figure():
     assert isinstance(fig, Figure)
     with pytest.raises(ValueError, match="tokens"):
         embedding_sum_figure(torch.randn(T, D), torch.randn(T, D), torch.randn(T, D), list("abc"))
+    fig = embedding_sum_figure(torch.randn(T, D), torch.randn(T, D), torch.randn(T, D), list("abcde"),
+                               normed=torch.randn(T, D))
+    assert len(fig.axes) == 5 + 2 and "LayerNorm" in fig.axes[4].get_title()   # five panels, two colour bars
+    with pytest.raises(ValueError, match="normed"):
+        embedding_sum_figure(torch.randn(T, D), torch.randn(T, D), torch.randn(T, D), list("abcde"), normed=torch.randn(D))
 
 
 def test_spec_holds_the_models_top_pieces(predict):

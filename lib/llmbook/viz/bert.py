@@ -2,8 +2,9 @@
 
 - ``masked_word_figure(tokens, predictions)``: one horizontal bar chart per [MASK]:
   the model's top pieces and their probabilities (data in, figure out).
-- ``embedding_sum_figure(word, segment, position, tokens)``: the three input
-  embeddings of BERT and their sum, as heatmaps (tokens x features).
+- ``embedding_sum_figure(word, segment, position, tokens, normed=...)``: the three input
+  embeddings of BERT, their sum and (given ``normed``) LayerNorm(sum), the encoder's input,
+  as heatmaps (tokens x features).
 - ``mask_word(sentence, choice)``: replace the chosen word of a sentence by [MASK];
   ``word_choices(sentence)`` lists the dropdown labels; ``default_word(sentence)`` is the
   word a new sentence masks at first (its first content word), so typing a sentence shows
@@ -143,13 +144,18 @@ def masked_word_figure(tokens: Sequence[str], predictions, title: Optional[str] 
     return fig
 
 
-def embedding_sum_figure(word, segment, position, tokens: Sequence[str], max_features: int = 48) -> Figure:
-    """Heatmaps of token, segment and position embeddings (T, D) and their sum.
+def embedding_sum_figure(word, segment, position, tokens: Sequence[str], max_features: int = 48,
+                         normed=None) -> Figure:
+    """Heatmaps of token, segment and position embeddings (T, D), their sum, and BERT's input.
 
-    Only the first ``max_features`` features are drawn so the cells stay visible.
+    BERT's input is LayerNorm(token + segment + position), not the raw sum: pass that
+    tensor as ``normed`` (T, D) to draw it as a fifth panel, on its own colour scale (the
+    LayerNorm rescales every row to about unit variance). Without it the last panel is the
+    raw sum. Only the first ``max_features`` features are drawn so the cells stay visible.
     """
     parts = []
-    for name, x in (("word", word), ("segment", segment), ("position", position)):
+    named = [("word", word), ("segment", segment), ("position", position)] + ([("normed", normed)] if normed is not None else [])
+    for name, x in named:
         x = torch.as_tensor(x).detach().to("cpu", torch.float32)
         if x.dim() == 3:
             x = x[0]
@@ -159,17 +165,25 @@ def embedding_sum_figure(word, segment, position, tokens: Sequence[str], max_fea
     T = len(tokens)
     if any(p.shape[0] != T for p in parts):
         raise ValueError(f"tokens has {T} entries but the embeddings have {[p.shape[0] for p in parts]} rows")
-    mats = parts + [parts[0] + parts[1] + parts[2]]
-    titles = ["token", "segment", "position", "sum = BERT's input"]
+    mats = parts[:3] + [parts[0] + parts[1] + parts[2]]
+    titles = ["token", "+ segment", "+ position", "= sum"]
     lim = float(max(m[:, :max_features].abs().max() for m in mats))
-    fig, axes = plt.subplots(1, 4, figsize=(13, 0.28 * T + 1.8), sharey=True)
-    for i, (ax, m, t) in enumerate(zip(axes, mats, titles)):
+    n = 5 if normed is not None else 4
+    fig, axes = plt.subplots(1, n, figsize=(3.3 * n, 0.28 * T + 1.8), sharey=True)
+    for ax, m, t in zip(axes, mats, titles):
         im = ax.imshow(m[:, :max_features].numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
-        ax.set_title(("+ " if 0 < i < 3 else ("= " if i == 3 else "")) + t)
+        ax.set_title(t)
         ax.set_xlabel(f"feature (first {max_features})")
     axes[0].set_yticks(range(T), list(tokens))
     axes[0].set_ylabel("token")
-    fig.colorbar(im, ax=list(axes), shrink=0.8, label="value")
+    fig.colorbar(im, ax=list(axes[:4]), shrink=0.8, label="value")
+    if normed is not None:
+        m = parts[3][:, :max_features]
+        lim_n = float(m.abs().max())
+        im_n = axes[4].imshow(m.numpy(), cmap="RdBu_r", vmin=-lim_n, vmax=lim_n, aspect="auto")
+        axes[4].set_title("LayerNorm(sum)\n= BERT's input")
+        axes[4].set_xlabel(f"feature (first {max_features})")
+        fig.colorbar(im_n, ax=axes[4], shrink=0.8, label="value (own scale)")
     return fig
 
 
