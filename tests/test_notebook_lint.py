@@ -112,7 +112,6 @@ def test_outputs_check_catches_planted_violations():
 # entry when its notebook lands (`python tests/notebook_lint.py` lists what is left).
 PENDING_NUMBERS = {
     "06c_decoding": {"25"},
-    "07_bert": {"50", "22.7", "72"},
 }
 
 
