@@ -106,24 +106,9 @@ def test_outputs_check_catches_planted_violations():
 
 # 4. Numbers in the prose are printed by a cell -------------------------------------------
 
-# Known offenders of chapters whose errata were still being re-executed when this test landed (the
-# numbers as written in the prose). Only these exact numbers are tolerated in these notebooks; any
-# other unprinted number there fails, and a notebook whose prose is fixed passes as it is. Remove an
-# entry when its notebook lands (`python tests/notebook_lint.py` lists what is left).
-PENDING_NUMBERS = {
-    "06c_decoding": {"25"},
-}
-
-
-def _number_of(offender: str) -> str:
-    return offender.split(": ", 1)[1].split(" is printed by no cell", 1)[0]
-
-
 @pytest.mark.parametrize("path", PATHS, ids=STEMS)
 def test_prose_numbers_are_printed_by_a_cell(path):
     found = L.unbacked_numbers(L.load(path))
-    pending = PENDING_NUMBERS.get(path.stem, set())
-    found = [f for f in found if _number_of(f) not in pending]
     assert not found, report(found, path)
 
 
