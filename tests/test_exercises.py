@@ -25,7 +25,7 @@ def _reproducible_fresh_inputs(monkeypatch, request):
     one passes (found for 01b.2, 02.2, 07.3 over many seeds); a many-seed sweep is the next step."""
     base = zlib.crc32(request.node.nodeid.encode())
     calls = itertools.count()
-    monkeypatch.setattr(ex, "_fresh_rng", lambda: random.Random(base * 1_000_003 + next(calls)))
+    monkeypatch.setattr(ex._core, "_fresh_rng", lambda: random.Random(base * 1_000_003 + next(calls)))
 
 
 # ---------------------------------------------------------------- contexts for widget exercises
@@ -243,7 +243,7 @@ WRONG = {
     "00.2": [{"unigram": True, "bigram": True}, {"unigram": False, "bigram": False}],
     "00.3": [lambda lm, p, n: p + _greedy(lm, p, n), lambda lm, p, n: _greedy(lm, p, n - 1)],
     "00.4": [lambda V, n: V ** n, lambda V, n: V * (n - 1)],
-    "01a.1": [ex._overlapping_merge, lambda s, p, i: _one_merge(s[::-1], tuple(p)[::-1], i)[::-1]],
+    "01a.1": [ex.ch01a._overlapping_merge, lambda s, p, i: _one_merge(s[::-1], tuple(p)[::-1], i)[::-1]],
     "01a.2": [lambda t: dict(Counter(zip(t, t[1:]))), lambda t: dict(Counter(zip(t.encode()[::3], t.encode()[3::3])))],
     "01a.3": [lambda n: (n // 2, n - n // 2), lambda n: (n - 1, 1)],
     "01b.1": [lambda s: Fraction(1, len(set(s))) ** len(s), lambda s: math.prod(Fraction(Counter(s)[p], len(s)) for p in set(s))],
@@ -476,12 +476,12 @@ def test_06a_window_average_is_the_causal_average_for_a_wide_window():
     x = torch.randn(2, 7, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     loop = torch.stack([x[:, :t + 1].mean(1) for t in range(7)], 1)
     torch.testing.assert_close(_window_average(x, 7), loop)
-    torch.testing.assert_close(ex._window_average_ref(x, 100), loop)
-    torch.testing.assert_close(ex._window_average_ref(x, 1), x)
+    torch.testing.assert_close(ex.ch06a._window_average_ref(x, 100), loop)
+    torch.testing.assert_close(ex.ch06a._window_average_ref(x, 1), x)
 
 
 def test_06a_attention_params_do_not_depend_on_heads():
-    assert {ex._attention_param_count(48, h) for h in (1, 2, 3, 4, 6, 8, 12)} == {4 * 48 * 48 + 4 * 48}
+    assert {ex.ch06a._attention_param_count(48, h) for h in (1, 2, 3, 4, 6, 8, 12)} == {4 * 48 * 48 + 4 * 48}
 
 
 # ---------------------------------------------------------------- chapter 01c (tokenizer pathologies)
@@ -505,7 +505,7 @@ WRONG.update({
 
 
 def test_01c_number_tokens_reference_is_the_group_rule():
-    tok = ex._cl100k()
+    tok = ex.ch01c._cl100k()
     for s in ["7", "42", "123", "1234", "1000000", "123456789012"]:
         assert len(tok.encode(s)) == math.ceil(len(s) / 3) and len(tok.encode(" " + s)) == math.ceil(len(s) / 3) + 1
 
@@ -527,8 +527,8 @@ WRONG.update({
 def test_06c_beam_trap_prunes_the_greedy_path_for_any_jitter():
     from llmbook.decoding import beam_search, greedy_decode
     for seed in range(20):
-        trap = ex._beam_trap(random.Random(seed))
-        fn = ex._bigram_fn(trap)
+        trap = ex.ch06c._beam_trap(random.Random(seed))
+        fn = ex.ch06c._bigram_fn(trap)
         greedy = greedy_decode(fn, torch.tensor([0]), 3).tolist()
         lp = sum(math.log(float(trap[x, y])) for x, y in zip([0] + greedy, greedy))
         assert greedy[0] == 1 and beam_search(fn, torch.tensor([0]), 3, beam_width=4).logprob < lp - 1.0
@@ -577,8 +577,8 @@ WRONG.update({
 
 def test_08d_per_token_never_overturns_a_longest_sum_winner():
     """The 08d.3 property the checker measures, on a hand-made overturn and over many random items."""
-    assert ex._mc_pick(["a", "bb"], [-1.5, -2.0], [1, 2], "sum") == 0
-    assert ex._mc_pick(["a", "bb"], [-1.5, -2.0], [1, 2], "per_token") == 1  # the shortest winner overturned
+    assert ex.ch08d._mc_pick(["a", "bb"], [-1.5, -2.0], [1, 2], "sum") == 0
+    assert ex.ch08d._mc_pick(["a", "bb"], [-1.5, -2.0], [1, 2], "per_token") == 1  # the shortest winner overturned
     rng = random.Random(0)
     for _ in range(2000):
         n = [rng.randint(1, 10) for _ in range(rng.randint(2, 5))]
