@@ -6,6 +6,8 @@ with a final LayerNorm (GPT-2, GPT-3), GPT-3's alternating dense / locally bande
 attention, GPT-2 style initialisation (N(0, 0.02), residual projections scaled by
 1/sqrt(2 n_layer); ``scaled_residual_init=False`` for GPT-1's plain N(0, 0.02)), weight tying between the embedding and the output layer, attention
 weights on request (``return_attention=True``), and generation with a key/value cache.
+``load_hf_gpt2`` loads the weights of Hugging Face's ``GPT2LMHeadModel`` (a state dict)
+into ``GPT``; ``gpt_config_from_hf`` translates its ``GPT2Config``.
 
 Leaves out: GPT-3's exact strided sparse kernels (the banded layers here use a dense
 masked kernel, which gives the same numbers at a higher cost), GPT-2's per-layer
@@ -37,7 +39,7 @@ from .device import check_index_range, check_on_device, model_device, values_che
 from .kv_cache import KVCache  # the book's one key/value cache (re-exported here)
 from .sampling import sample_next
 
-__all__ = ["GPTConfig", "GPT", "KVCache", "causal_mask", "GPT3_SIZES"]
+__all__ = ["GPTConfig", "GPT", "KVCache", "causal_mask", "GPT3_SIZES", "gpt_config_from_hf", "load_hf_gpt2"]
 
 
 # name -> (n_layer, d_model, n_head) from Table 2.1 of the GPT-3 paper. The paper lists
@@ -396,3 +398,106 @@ class GPT(nn.Module):
                     logits, _ = self(idx[:, -bs:], kv_cache=cache)
         self.train(was_training)
         return idx
+
+
+# ---------------------------------------------------------------- Hugging Face's GPT-2
+# transformers' GPT-2 stores its four projections as ``Conv1D`` modules, whose weight is
+# (in_features, out_features): the transpose of ``nn.Linear``'s (out, in).
+_CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
+# Buffers some transformers versions keep in the state dict: the causal mask ``attn.bias``
+# (1, 1, n_positions, n_positions) and ``attn.masked_bias``. They hold no learned numbers.
+_HF_BUFFERS = ("attn.bias", "attn.masked_bias")
+
+
+def gpt_config_from_hf(hf_config, **overrides) -> GPTConfig:
+    """The ``GPTConfig`` of a transformers ``GPT2Config`` (sizes, LayerNorm epsilon, GELU form).
+
+    ``dropout`` defaults to GPT-2's ``resid_pdrop`` (the three GPT-2 rates must then be equal:
+    the book's model has one); pass ``dropout=0.0`` in ``overrides`` to ignore them. Raises
+    ``ValueError`` for GPT-2 options the book's model does not have (cross-attention,
+    ``scale_attn_by_inverse_layer_idx``, ``reorder_and_upcast_attn``, unscaled attention).
+    """
+    for name in ("n_embd", "n_layer", "n_head", "n_positions", "vocab_size"):
+        if not hasattr(hf_config, name):
+            raise TypeError(f"hf_config must be a transformers GPT2Config (no attribute {name!r}), "
+                            f"got {type(hf_config).__name__}")
+    unsupported = {"add_cross_attention": False, "scale_attn_by_inverse_layer_idx": False,
+                   "reorder_and_upcast_attn": False, "scale_attn_weights": True}
+    for name, wanted in unsupported.items():
+        if getattr(hf_config, name, wanted) != wanted:
+            raise ValueError(f"hf_config.{name}={getattr(hf_config, name)!r} is not supported by llmbook's GPT "
+                             f"(it needs {wanted})")
+    gelu = {"gelu_new": "tanh", "gelu_pytorch_tanh": "tanh", "gelu": "exact"}.get(hf_config.activation_function)
+    if gelu is None:
+        raise ValueError(f"hf_config.activation_function={hf_config.activation_function!r} is not supported "
+                         "(llmbook's GPT has 'gelu_new'/'gelu_pytorch_tanh' (tanh) and 'gelu' (exact))")
+    if "dropout" not in overrides:
+        rates = {hf_config.resid_pdrop, hf_config.embd_pdrop, hf_config.attn_pdrop}
+        if len(rates) != 1:
+            raise ValueError(f"hf_config has different dropout rates {sorted(rates)} (resid, embd, attn) and "
+                             "llmbook's GPT has one: pass dropout=... explicitly")
+        overrides["dropout"] = rates.pop()
+    n_inner = hf_config.n_inner if hf_config.n_inner is not None else 4 * hf_config.n_embd
+    base = GPTConfig(vocab_size=hf_config.vocab_size, block_size=hf_config.n_positions, n_layer=hf_config.n_layer,
+                     n_head=hf_config.n_head, d_model=hf_config.n_embd, d_ff=n_inner, bias=True,
+                     pre_norm=True, final_norm=True, tie_weights=bool(getattr(hf_config, "tie_word_embeddings", True)),
+                     layer_norm_eps=float(hf_config.layer_norm_epsilon), gelu=gelu)
+    return replace(base, **overrides)
+
+
+def load_hf_gpt2(state_dict, config: GPTConfig) -> GPT:
+    """A ``GPT`` holding the weights of a transformers ``GPT2LMHeadModel`` state dict.
+
+    What changes on the way: the ``transformer.`` prefix goes, ``h.{i}`` becomes
+    ``blocks.{i}``, the four ``Conv1D`` weights (``c_attn``, ``c_proj``, ``c_fc``,
+    ``mlp.c_proj``; stored as (in, out)) are transposed to ``nn.Linear``'s (out, in), and
+    the causal-mask buffers (``attn.bias``, ``attn.masked_bias``) are dropped. With tied
+    weights ``lm_head.weight`` must equal ``wte.weight`` (it is the same matrix). The model
+    takes the dtype and device of the state dict and is returned in eval mode.
+
+    ``config`` gives the sizes (``gpt_config_from_hf(hf_model.config)``, or a preset such as
+    ``GPTConfig.gpt2_small(dropout=0.0)``). Any missing, unexpected or mis-shaped weight
+    raises ``ValueError`` naming it. A reader whose Hugging Face cache holds ``gpt2``::
+
+        hf = GPT2LMHeadModel.from_pretrained("gpt2")
+        model = load_hf_gpt2(hf.state_dict(), gpt_config_from_hf(hf.config, dropout=0.0))
+    """
+    if not isinstance(config, GPTConfig):
+        raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
+    if not hasattr(state_dict, "items"):
+        raise TypeError(f"state_dict must be a mapping of names to tensors (model.state_dict()), "
+                        f"got {type(state_dict).__name__}")
+    if not (config.pre_norm and config.final_norm and config.bias and config.sparse_pattern is None):
+        raise ValueError("config must describe a GPT-2 (pre_norm, final_norm, bias, no sparse_pattern)")
+    mapped: dict[str, torch.Tensor] = {}
+    for name, tensor in state_dict.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"state_dict[{name!r}] must be a torch.Tensor, got {type(tensor).__name__}")
+        key = name.removeprefix("transformer.")
+        if key.startswith("h."):  # h.{i}.<rest> -> blocks.{i}.<rest>
+            _, layer, rest = key.split(".", 2)
+            if rest in _HF_BUFFERS:
+                continue  # the causal mask: GPT builds its own
+            if rest in _CONV1D:
+                tensor = tensor.t()  # Conv1D (in, out) -> Linear (out, in)
+            key = f"blocks.{layer}.{rest}"
+        mapped[key] = tensor
+    if "wte.weight" not in mapped:
+        raise ValueError("state_dict has no transformer.wte.weight: is it a GPT2LMHeadModel's state dict?")
+    wte = mapped["wte.weight"]
+    if config.tie_weights:
+        head = mapped.setdefault("lm_head.weight", wte)
+        if head.shape != wte.shape or not torch.equal(head, wte):
+            raise ValueError("config.tie_weights is True but state_dict's lm_head.weight differs from wte.weight")
+    model = GPT(config).to(device=wte.device, dtype=wte.dtype)
+    own = model.state_dict()
+    missing = sorted(set(own) - set(mapped))
+    unexpected = sorted(set(mapped) - set(own))
+    if missing or unexpected:
+        raise ValueError(f"state_dict does not fit config: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    for key, tensor in mapped.items():
+        if tuple(tensor.shape) != tuple(own[key].shape):
+            raise ValueError(f"state_dict[{key!r}] has shape {tuple(tensor.shape)}, config needs "
+                             f"{tuple(own[key].shape)}")
+    model.load_state_dict(mapped)
+    return model.eval()
