@@ -74,6 +74,10 @@ def test_compare_to_a_constant_is_a_one_sample_test():
     ci = res.confidence_interval(0.95)
     assert (r.low + 0.25, r.high + 0.25) == pytest.approx((ci.low, ci.high), rel=1e-9)
     assert r.verdict == "higher"
+    # it says what it is: a one-sample interval, not a paired or a Welch one
+    assert "one-sample t interval" in str(r)
+    assert "paired" not in str(r) and "Welch" not in str(r)
+    assert "paired t interval" in str(stats.compare(a, [0.2] * 4, paired=True))
 
 
 def test_pairing_matters_when_units_share_their_difficulty():

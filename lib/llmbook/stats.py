@@ -219,7 +219,7 @@ class Comparison:
         return f"{names[0] if a_wins else names[1]} better"
 
     def __str__(self) -> str:
-        kind = "paired" if self.paired else "Welch"
+        kind = "one-sample" if self.n_b == 0 else ("paired" if self.paired else "Welch")
         return (f"{self.diff:+.4g} +- {self.half_width:.2g} "
                 f"({self.confidence:.0%} {kind} t interval, df={self.df:.3g}): {self.verdict}")
 
@@ -298,7 +298,8 @@ def compare(a: Iterable[Number], b: Iterable[Number], *, paired: bool,
 def compare_to(a: Iterable[Number], value: Number, confidence: float = 0.95) -> Comparison:
     """Compare results ``a`` with a fixed number (chance, a constant baseline's score).
 
-    The interval of ``mean(a) - value`` with n - 1 degrees of freedom.
+    The one-sample interval of ``mean(a) - value`` with n - 1 degrees of freedom (``n_b`` is 0,
+    and the comparison prints as a "one-sample t interval").
 
     >>> compare_to([0.31, 0.35, 0.33], 0.25).verdict
     'higher'
