@@ -271,3 +271,16 @@ def test_unigram_from_damaged_sentencepiece_bytes(content):
     pytest.importorskip("sentencepiece")
     with pytest.raises(ValueError, match="model"):
         Unigram.from_sentencepiece(content)
+
+
+def test_load_in_a_fresh_process_without_importing_the_class(tmp_path):
+    """The classes register on import and llmbook.tokenizers imports lazily: Tokenizer.load of a
+    saved ByteBPETokenizer used to fail with 'not a known tokenizer class' in a fresh process."""
+    import subprocess
+    import sys
+
+    _train(ByteBPETokenizer).save(tmp_path / "t.json")
+    code = ("import sys; from llmbook.tokenizers.base import Tokenizer; "
+            "t = Tokenizer.load(sys.argv[1]); print(type(t).__name__, t.decode(t.encode('the cat')))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.json")], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ByteBPETokenizer the cat"

@@ -461,6 +461,14 @@ class Tokenizer(ABC):
         if obj.get("version") != _FORMAT_VERSION:
             raise ValueError(f"{path} has format version {obj.get('version')!r}; this code reads {_FORMAT_VERSION}")
         name = obj.get("class")
+        if name not in Tokenizer._registry:
+            # the classes register on import, and llmbook.tokenizers imports its modules lazily
+            from . import _EXPORTS
+
+            if isinstance(name, str) and name in _EXPORTS:
+                import importlib
+
+                importlib.import_module(f"{__package__}.{_EXPORTS[name]}")
         target = Tokenizer._registry.get(name)
         if target is None:
             raise ValueError(f"{path} holds a {name!r}, which is not a known tokenizer class")

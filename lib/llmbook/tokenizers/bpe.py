@@ -222,11 +222,13 @@ def train_merges(
     return merges
 
 
-def apply_merges(seq: list[int], ranks: dict[Pair, int], first_id: int) -> list[int]:
+def apply_merges(seq: list[int], ranks: dict[Pair, int], first_id: int, new_ids: "Sequence[int] | None" = None) -> list[int]:
     """Encode one pre-token: merge the adjacent pair of lowest rank until none applies.
 
     ``ranks``: pair -> merge index k (the merge created ``first_id + k``, so a pair that
-    contains it has a rank above k, as in any trained tokenizer). Equal pairs merge left
+    contains it has a rank above k, as in any trained tokenizer). ``new_ids``, if given,
+    names the id merge k creates instead (``new_ids[k]``; ``first_id`` is then unused): a
+    vocabulary loaded from a merge list need not number its tokens in merge order. Equal pairs merge left
     to right, as :func:`merge_pair` does. The candidate pairs sit in a heap keyed by
     (rank, position) over a linked list of symbols, so a long word costs O(n log n), not
     a rescan of the word per merge (see :func:`llmbook.tokenizers.byte_bpe.bpe_encode_piece`).
@@ -256,7 +258,7 @@ def apply_merges(seq: list[int], ranks: dict[Pair, int], first_id: int) -> list[
             continue
         alive[j] = False
         nxt[i] = end
-        sym[i] = first_id + r
+        sym[i] = first_id + r if new_ids is None else new_ids[r]
         if end < n:
             prv[end] = i
             r2 = get((sym[i], sym[end]))
