@@ -11,6 +11,10 @@ from llmbook.positional import (
     alibi_bias,
     alibi_slopes,
     apply_rope,
+    half_to_interleaved,
+    interleaved_to_half,
+    rope,
+    rope_angles,
     rope_cache,
     sinusoidal_encoding,
 )
@@ -143,6 +147,127 @@ def test_rope_bad_input():
         apply_rope(torch.randn(1, 2, 5, 8), cos, sin)
     with pytest.raises(ValueError, match="x"):
         apply_rope(torch.randn(2, 5, 8), cos, sin)
+
+
+# ---------------------------------------------------------------- RoPE at any shape and position (issue 32)
+
+
+def test_rope_with_consecutive_positions_equals_the_bhtd_path():
+    """rope(x, arange(T)) is bit for bit apply_rope(x, *rope_cache(T, hd)), in both layouts and dtypes."""
+    torch.manual_seed(2)
+    B, H, T, hd = 2, 3, 9, 16
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        x = torch.randn(B, H, T, hd).to(dtype)
+        for interleaved in (False, True):
+            cos, sin = rope_cache(T, hd, base=500.0, dtype=dtype, interleaved=interleaved)
+            want = apply_rope(x, cos, sin, interleaved=interleaved)
+            assert torch.equal(rope(x, torch.arange(T), base=500.0, interleaved=interleaved), want)
+            # an offset: positions 7 .. 7+T-1, as during decoding with a cache
+            cos, sin = rope_cache(T, hd, base=500.0, dtype=dtype, offset=7, interleaved=interleaved)
+            assert torch.equal(rope(x, torch.arange(7, 7 + T), base=500.0, interleaved=interleaved),
+                               apply_rope(x, cos, sin, interleaved=interleaved))
+
+
+def test_rope_any_leading_shape_and_explicit_positions():
+    """Each vector is rotated at its own position, whatever the layout of the batch."""
+    torch.manual_seed(3)
+    hd = 8
+    x = torch.randn(2, 5, 4, hd)  # (B, T, H, hd): heads last, as before the transpose
+    pos = torch.tensor([[0, 1, 2, 3, 4], [0, 1, 0, 1, 2]])  # two packed sequences in the second row
+    out = rope(x, pos[:, :, None])  # (B, T, 1) broadcasts over heads
+    for b in range(2):
+        for t in range(5):
+            cos, sin = rope_cache(1, hd, offset=int(pos[b, t]))
+            one = apply_rope(x[b, t][None, :, None, :], cos, sin)[0, :, 0]  # (H, hd) through the (B, H, T, hd) path
+            assert torch.equal(out[b, t], one)
+    # per-example positions for (B, H, T, hd): (B, 1, T) equals apply_rope with (B, T, hd) tables
+    xb = torch.randn(2, 3, 5, hd)
+    cos, sin = rope_angles(pos, hd)
+    assert torch.equal(rope(xb, pos[:, None, :]), apply_rope(xb, cos, sin))
+    # a single vector, and a float position
+    v = torch.randn(hd)
+    assert torch.allclose(rope(v, torch.tensor(3.0)), rope(v[None], torch.tensor([3])).squeeze(0))
+    assert torch.allclose(rope(v, torch.tensor(0)), v)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_rope_scores_depend_on_distance_only(interleaved):
+    torch.manual_seed(4)
+    q, k = torch.randn(6, 16, dtype=torch.float64), torch.randn(6, 16, dtype=torch.float64)
+    p = torch.tensor([0, 3, 3, 10, 11, 40])
+    s = rope(q, p, interleaved=interleaved) @ rope(k, p, interleaved=interleaved).T
+    s2 = rope(q, p + 1000, interleaved=interleaved) @ rope(k, p + 1000, interleaved=interleaved).T
+    # the angles are float32 (as in Hugging Face's LLaMA), so cos/sin of ~1000 rad carry ~6e-5 of rounding
+    torch.testing.assert_close(s, s2, rtol=0, atol=1e-3)
+    assert not torch.allclose(s, rope(q, p, interleaved=interleaved) @ rope(k, p + 1, interleaved=interleaved).T, atol=1e-2)
+
+
+def test_interleaved_layout_rotates_adjacent_pairs():
+    """RoFormer's form: pair (x_2i, x_2i+1) turned by pos * base^(-2i/hd)."""
+    x = torch.randn(3, 6, dtype=torch.float64)
+    pos = torch.tensor([0, 1, 5])
+    out = rope(x, pos, base=100.0, interleaved=True)
+    for t in range(3):
+        for i in range(3):
+            a = float(pos[t]) * 100.0 ** (-2 * i / 6)
+            x0, x1 = x[t, 2 * i], x[t, 2 * i + 1]
+            torch.testing.assert_close(out[t, 2 * i], x0 * math.cos(a) - x1 * math.sin(a), atol=1e-6, rtol=0)
+            torch.testing.assert_close(out[t, 2 * i + 1], x1 * math.cos(a) + x0 * math.sin(a), atol=1e-6, rtol=0)
+
+
+def test_weight_permutation_between_layouts():
+    """A query/key weight for the interleaved layout, permuted by interleaved_to_half, gives the
+    same attention scores under rotate-half RoPE (and each head's rotated vector, reordered)."""
+    torch.manual_seed(5)
+    H, hd, D, T = 3, 8, 10, 7
+    wq, wk = torch.randn(H * hd, D, dtype=torch.float64), torch.randn(H * hd, D, dtype=torch.float64)
+    x = torch.randn(T, D, dtype=torch.float64)
+    pos = torch.arange(T)
+
+    def heads(w, interleaved):
+        return rope((x @ w.T).view(T, H, hd).transpose(0, 1), pos, interleaved=interleaved)  # (H, T, hd)
+
+    q_i, k_i = heads(wq, True), heads(wk, True)
+    q_h, k_h = heads(interleaved_to_half(wq, H), False), heads(interleaved_to_half(wk, H), False)
+    torch.testing.assert_close(q_h @ k_h.transpose(-1, -2), q_i @ k_i.transpose(-1, -2))
+    order = interleaved_to_half(torch.arange(hd)[:, None], 1).flatten()  # rotate-half row r = interleaved row order[r]
+    torch.testing.assert_close(q_h, q_i[..., order])
+    assert torch.equal(half_to_interleaved(interleaved_to_half(wq, H), H), wq)
+    # without the permutation, the scores differ
+    q_x, k_x = heads(wq, False), heads(wk, False)
+    assert not torch.allclose(q_x @ k_x.transpose(-1, -2), q_i @ k_i.transpose(-1, -2))
+
+
+def test_llama_unpermute_is_the_layout_permutation():
+    from llmbook.llama import unpermute_qk
+
+    w = torch.randn(12, 5)
+    assert torch.equal(unpermute_qk(w, 3), interleaved_to_half(w, 3))
+
+
+def test_rope_any_shape_bad_input():
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(ValueError, match=r"positions of shape \(3,\) must broadcast to x.shape\[:-1\] = \(2, 5\)"):
+        rope(x, torch.arange(3))
+    with pytest.raises(TypeError, match="positions must be a torch.Tensor"):
+        rope(x, [0, 1, 2, 3, 4])
+    with pytest.raises(TypeError, match="positions must be an integer or float tensor, got dtype torch.bool"):
+        rope(x, torch.ones(5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="positions must be finite"):
+        rope(x, torch.tensor([0.0, 1.0, float("nan"), 3.0, 4.0]))
+    with pytest.raises(TypeError, match="x must be a float tensor"):
+        rope(torch.ones(2, 8, dtype=torch.long), torch.arange(2))
+    with pytest.raises(ValueError, match="head_dim must be even"):
+        rope(torch.randn(4, 7), torch.arange(4))
+    with pytest.raises(ValueError, match="base"):
+        rope(x, torch.arange(5), base=float("nan"))
+    with pytest.raises(TypeError, match="interleaved must be a bool"):
+        rope(x, torch.arange(5), interleaved="yes")
+    cos, sin = rope_angles(torch.arange(5), 6)
+    with pytest.raises(ValueError, match="cos must end in head_dim = 8"):
+        apply_rope(x, cos, sin)
+    with pytest.raises(ValueError, match=r"w has 10 rows, not a multiple of 2 \* n_heads = 4"):
+        interleaved_to_half(torch.randn(10, 3), 2)
 
 
 @pytest.mark.parametrize("n_heads", [1, 2, 3, 4, 6, 8, 12, 16, 20])

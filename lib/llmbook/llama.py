@@ -50,7 +50,7 @@ from torch import nn
 from llmbook.attention import causal_mask
 from llmbook.device import check_index_range, check_on_device, model_device
 from llmbook.kv_cache import KVCache  # the book's one key/value cache (re-exported here)
-from llmbook.positional import apply_rope, rope_cache
+from llmbook.positional import apply_rope, interleaved_to_half, rope_cache
 from llmbook.sampling import sample_next
 
 __all__ = [
@@ -198,6 +198,8 @@ class GroupedQueryAttention(nn.Module):
         self.k_proj = nn.Linear(c.d_model, c.n_kv_head * c.head_dim, bias=False)
         self.v_proj = nn.Linear(c.d_model, c.n_kv_head * c.head_dim, bias=False)
         self.o_proj = nn.Linear(c.n_head * c.head_dim, c.d_model, bias=False)
+        # A named place for llmbook.hooks to read or replace the weights (explicit path only); a no-op otherwise.
+        self.hook_pattern = nn.Identity()
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                 kv_cache: KVCache | None = None, layer: int = 0, return_attention: bool = False):
@@ -223,7 +225,7 @@ class GroupedQueryAttention(nn.Module):
             scores = (q @ k.transpose(-2, -1)) / hd**0.5  # (B, H, T, S)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
-            att = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+            att = self.hook_pattern(torch.softmax(scores.float(), dim=-1).to(q.dtype))
             y = att @ v  # (B, H, T, hd)
         else:
             att = None
@@ -521,11 +523,7 @@ def unpermute_qk(w: torch.Tensor, n_heads: int) -> torch.Tensor:
     >>> unpermute_qk(torch.arange(4.0)[:, None], 1).flatten()   # rows 0,1,2,3 -> 0,2,1,3
     tensor([0., 2., 1., 3.])
     """
-    _check_positive_int("n_heads", n_heads)
-    if w.shape[0] % (2 * n_heads):
-        raise ValueError(f"w has {w.shape[0]} rows, not a multiple of 2 * n_heads = {2 * n_heads}")
-    hd2 = w.shape[0] // n_heads // 2
-    return w.reshape(n_heads, hd2, 2, *w.shape[1:]).transpose(1, 2).reshape(w.shape)
+    return interleaved_to_half(w, n_heads)  # the permutation lives with RoPE (llmbook.positional)
 
 
 def load_gguf(path: str | os.PathLike | None = None, dtype: torch.dtype = torch.float32) -> Llama:

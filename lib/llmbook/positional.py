@@ -16,6 +16,11 @@ Covers
   q_m . k_n depends only on m - n. The layout is the "rotate-half" one of GPT-NeoX and
   Hugging Face's LLaMA (dimension j is paired with j + head_dim/2, not with j + 1), so
   that real LLaMA checkpoints (chapter 8, SmolLM2 with base 100000) load unchanged.
+  ``rope(x, positions)`` rotates a tensor of any leading shape at explicit positions
+  (packed sequences, left padding, a cache per example); ``interleaved=True`` everywhere
+  selects the other layout, Meta's and RoFormer's pairs (x_2i, x_2i+1);
+  ``interleaved_to_half`` / ``half_to_interleaved`` permute a query or key weight
+  between the two, which rotate the same vectors.
 - ``alibi_slopes`` / ``alibi_bias``: ALiBi (Press, Smith & Lewis, 2022, "Train Short, Test
   Long", arXiv:2108.12409): nothing is added to the embeddings; every attention score
   q_i . k_j gets the fixed penalty -m_h (i - j), a head-specific slope m_h times the
@@ -40,8 +45,13 @@ __all__ = [
     "LearnedPositionalEmbedding",
     "rope_inv_freq",
     "rope_cache",
+    "rope_angles",
     "rotate_half",
+    "rotate_pairs",
     "apply_rope",
+    "rope",
+    "interleaved_to_half",
+    "half_to_interleaved",
     "alibi_slopes",
     "alibi_bias",
 ]
@@ -182,11 +192,15 @@ def rope_cache(
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
     offset: int = 0,
+    *,
+    interleaved: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin tables for positions offset .. offset+T-1, each of shape (T, head_dim).
 
-    Rotate-half layout: the angle of frequency i sits in columns i and i + head_dim/2.
-    ``offset`` serves decoding with a KV cache (the new token's absolute position).
+    Rotate-half layout: the angle of frequency i sits in columns i and i + head_dim/2
+    (``interleaved=True``: in columns 2i and 2i + 1). ``offset`` serves decoding with a KV
+    cache (the new token's absolute position); for positions that are not consecutive,
+    see :func:`rope_angles`.
 
     >>> cos, sin = rope_cache(3, 4)
     >>> cos.shape, sin.shape
@@ -197,10 +211,40 @@ def rope_cache(
     _check_positive_int("T", T)
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise ValueError(f"offset must be a non-negative int, got {offset!r}")
-    inv_freq = rope_inv_freq(head_dim, base, device=device)  # (hd/2,)
-    pos = torch.arange(offset, offset + T, device=device).to(torch.float32)  # (T,)
-    freqs = pos[:, None] * inv_freq[None, :]  # (T, hd/2)
-    emb = torch.cat((freqs, freqs), dim=-1)  # (T, hd)
+    pos = torch.arange(offset, offset + T, device=device)  # (T,)
+    return rope_angles(pos, head_dim, base, dtype=dtype, interleaved=interleaved)
+
+
+def rope_angles(
+    positions: torch.Tensor,
+    head_dim: int,
+    base: float = 10000.0,
+    dtype: torch.dtype | None = None,
+    interleaved: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of the angles position * w_i for any tensor of positions: shape (*positions.shape, head_dim).
+
+    The angles are computed in float32 (positions cast to float32, as Hugging Face does),
+    so ``rope_angles(torch.arange(T), hd)`` is ``rope_cache(T, hd)`` bit for bit.
+
+    >>> cos, sin = rope_angles(torch.tensor([[0, 5], [2, 2]]), 4)
+    >>> cos.shape, torch.equal(rope_angles(torch.arange(6), 4)[1][5], sin[0, 1])
+    (torch.Size([2, 2, 4]), True)
+    """
+    if not isinstance(positions, torch.Tensor):
+        raise TypeError(f"positions must be a torch.Tensor of positions, got {type(positions).__name__}")
+    if positions.dtype == torch.bool or positions.is_complex():
+        raise TypeError(f"positions must be an integer or float tensor, got dtype {positions.dtype}")
+    if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
+        raise ValueError("positions must be finite (a NaN or inf position has no angle)")
+    if not isinstance(interleaved, bool):
+        raise TypeError(f"interleaved must be a bool, got {type(interleaved).__name__}")
+    inv_freq = rope_inv_freq(head_dim, base, device=positions.device)  # (hd/2,)
+    freqs = positions.to(torch.float32)[..., None] * inv_freq  # (..., hd/2)
+    if interleaved:
+        emb = torch.repeat_interleave(freqs, 2, dim=-1)  # (..., hd): w_0, w_0, w_1, w_1, ...
+    else:
+        emb = torch.cat((freqs, freqs), dim=-1)  # (..., hd): w_0 .. w_{hd/2-1}, twice
     cos, sin = emb.cos(), emb.sin()
     if dtype is not None:
         cos, sin = cos.to(dtype), sin.to(dtype)
@@ -218,12 +262,25 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+def rotate_pairs(x: torch.Tensor) -> torch.Tensor:
+    """(x_2i, x_2i+1) -> (-x_2i+1, x_2i) for each adjacent pair of the last dimension.
+
+    >>> rotate_pairs(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    tensor([-2.,  1., -4.,  3.])
+    """
+    pairs = x.unflatten(-1, (-1, 2))  # (..., hd/2, 2)
+    return torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleaved: bool = False) -> torch.Tensor:
     """Rotate queries or keys by their position: x * cos + rotate_half(x) * sin.
 
     ``x`` has shape (B, H, T, hd); ``cos``/``sin`` come from ``rope_cache`` with shape
     (T, hd), or (B, T, hd) for per-example positions (they are broadcast over heads,
-    like ``unsqueeze_dim=1`` in Hugging Face's ``apply_rotary_pos_emb``).
+    like ``unsqueeze_dim=1`` in Hugging Face's ``apply_rotary_pos_emb``). Any other
+    ``x`` (..., hd) takes ``cos``/``sin`` that broadcast to its shape (from
+    :func:`rope_angles`; or use :func:`rope`). ``interleaved=True``: the tables and the
+    rotation of the interleaved layout (``rotate_pairs``).
 
     Each pair (x_i, x_{i+hd/2}) is turned by the angle pos * w_i, so it keeps its length:
 
@@ -232,22 +289,105 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     >>> torch.allclose(apply_rope(x, cos, sin).norm(dim=-1), x.norm(dim=-1), atol=1e-5)
     True
     """
-    if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        raise ValueError(f"x must be a tensor of shape (B, n_heads, T, head_dim), got {getattr(x, 'shape', type(x))}")
-    B, H, T, hd = x.shape
+    if not isinstance(x, torch.Tensor) or x.dim() < 1:
+        raise ValueError(f"x must be a tensor of shape (..., head_dim), got {getattr(x, 'shape', type(x))}")
+    for name, t in (("cos", cos), ("sin", sin)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor (from rope_cache or rope_angles), got {type(t).__name__}")
+    hd = x.shape[-1]
     _check_even("head_dim", hd)
     if cos.shape != sin.shape:
         raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
-    if cos.dim() == 2:
-        if cos.shape != (T, hd):
-            raise ValueError(f"cos must have shape (T, head_dim) = {(T, hd)}, got {tuple(cos.shape)}")
-    elif cos.dim() == 3:
-        if cos.shape[1:] != (T, hd) or cos.shape[0] not in (1, B):
-            raise ValueError(f"cos must have shape (B, T, head_dim) = {(B, T, hd)}, got {tuple(cos.shape)}")
-        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (B, 1, T, hd): broadcast over heads
+    if x.dim() == 4 and cos.dim() in (2, 3):
+        B, H, T, hd = x.shape
+        if cos.dim() == 2:
+            if cos.shape != (T, hd):
+                raise ValueError(f"cos must have shape (T, head_dim) = {(T, hd)}, got {tuple(cos.shape)}")
+        else:
+            if cos.shape[1:] != (T, hd) or cos.shape[0] not in (1, B):
+                raise ValueError(f"cos must have shape (B, T, head_dim) = {(B, T, hd)}, got {tuple(cos.shape)}")
+            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (B, 1, T, hd): broadcast over heads
+    elif cos.dim() == 0 or cos.shape[-1] != hd:
+        raise ValueError(f"cos must end in head_dim = {hd}, got shape {tuple(cos.shape)}")
     else:
-        raise ValueError(f"cos must have 2 or 3 dimensions, got shape {tuple(cos.shape)}")
-    return x * cos + rotate_half(x) * sin
+        try:
+            out = torch.broadcast_shapes(x.shape, cos.shape)
+        except RuntimeError:
+            out = None
+        if out != x.shape:
+            raise ValueError(f"cos of shape {tuple(cos.shape)} does not broadcast to x of shape {tuple(x.shape)}")
+    return x * cos + (rotate_pairs(x) if interleaved else rotate_half(x)) * sin
+
+
+def rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0, interleaved: bool = False) -> torch.Tensor:
+    """Rotate ``x`` (..., head_dim) at explicit ``positions``: any leading shape, any positions.
+
+    ``positions`` broadcasts to ``x.shape[:-1]``: (T,) for one sequence shared by every head
+    and example, (B, 1, T) per example for x (B, H, T, hd), (T, H)-shaped layouts, packed
+    sequences that restart at 0, left padding. The angles are float32 and cast to
+    ``x.dtype``, as :class:`llmbook.llama.Llama` does. For x (B, H, T, hd) and positions
+    ``torch.arange(T)`` this is ``apply_rope(x, *rope_cache(T, hd, base))``.
+
+    Only the distance counts: shifting every position by the same amount leaves q . k unchanged.
+
+    >>> q, k = torch.randn(3, 8), torch.randn(3, 8)
+    >>> p = torch.tensor([0, 4, 9])
+    >>> s = (rope(q, p) * rope(k, p + 0)).sum(-1); s2 = (rope(q, p + 100) * rope(k, p + 100)).sum(-1)
+    >>> torch.allclose(s, s2, atol=1e-4)
+    True
+    """
+    if not isinstance(x, torch.Tensor) or x.dim() < 1:
+        raise ValueError(f"x must be a tensor of shape (..., head_dim), got {getattr(x, 'shape', type(x))}")
+    if not x.is_floating_point():
+        raise TypeError(f"x must be a float tensor, got dtype {x.dtype}")
+    if not isinstance(positions, torch.Tensor):
+        raise TypeError(f"positions must be a torch.Tensor broadcastable to x.shape[:-1] = {tuple(x.shape[:-1])}, "
+                        f"got {type(positions).__name__}")
+    try:
+        fits = torch.broadcast_shapes(positions.shape, x.shape[:-1]) == x.shape[:-1]
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(f"positions of shape {tuple(positions.shape)} must broadcast to x.shape[:-1] = {tuple(x.shape[:-1])}")
+    if positions.device != x.device:
+        raise ValueError(f"positions is on {positions.device} but x is on {x.device}")
+    cos, sin = rope_angles(positions, x.shape[-1], base, dtype=x.dtype, interleaved=interleaved)
+    return x * cos + (rotate_pairs(x) if interleaved else rotate_half(x)) * sin
+
+
+def _check_qk_rows(w: torch.Tensor, n_heads: int) -> int:
+    _check_positive_int("n_heads", n_heads)
+    if not isinstance(w, torch.Tensor) or w.dim() < 1:
+        raise TypeError(f"w must be a tensor whose rows are the heads' outputs, got {type(w).__name__}")
+    if w.shape[0] % (2 * n_heads):
+        raise ValueError(f"w has {w.shape[0]} rows, not a multiple of 2 * n_heads = {2 * n_heads}")
+    return w.shape[0] // n_heads // 2
+
+
+def interleaved_to_half(w: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Reorder the rows of a query or key weight (out, in) from the interleaved layout to rotate-half.
+
+    Within each head, output row 2i + c (pair i, component c) moves to row c * hd/2 + i, so
+    ``rope(x @ interleaved_to_half(w, H).T, p)`` is ``rope(x @ w.T, p, interleaved=True)``
+    with each head's dimensions reordered the same way, and every q . k is unchanged.
+    (Meta's checkpoint -> Hugging Face's, as transformers' LLaMA conversion script permutes.)
+
+    >>> interleaved_to_half(torch.arange(4.0)[:, None], 1).flatten()   # rows 0,1,2,3 -> 0,2,1,3
+    tensor([0., 2., 1., 3.])
+    """
+    hd2 = _check_qk_rows(w, n_heads)
+    return w.reshape(n_heads, hd2, 2, *w.shape[1:]).transpose(1, 2).reshape(w.shape)
+
+
+def half_to_interleaved(w: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """The inverse of :func:`interleaved_to_half` (rotate-half rows -> interleaved pairs).
+
+    >>> w = torch.randn(8, 3)
+    >>> torch.equal(half_to_interleaved(interleaved_to_half(w, 2), 2), w)
+    True
+    """
+    hd2 = _check_qk_rows(w, n_heads)
+    return w.reshape(n_heads, 2, hd2, *w.shape[1:]).transpose(1, 2).reshape(w.shape)
 
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:
