@@ -68,7 +68,7 @@ class GPTConfig:
     n_head: int = 12  # attention heads per block (must divide d_model)
     d_model: int = 768  # width of the residual stream
     d_ff: int = 3072  # inner width of the feed-forward network (4 d_model in all GPTs)
-    dropout: float = 0.0  # residual, embedding and attention dropout (0.1 in GPT-1 and GPT-2; GPT-3's paper states none, its preset uses 0)
+    dropout: float = 0.0  # residual, embedding and attention dropout (0.1 in GPT-1's paper, section 4.1; the GPT-2 and GPT-3 papers state no rate: the GPT-2 presets use Hugging Face's default 0.1, GPT-3's uses 0)
     bias: bool = True  # biases in Linear layers and LayerNorms (the GPTs all have them)
     pre_norm: bool = True  # True: Pre-LN (GPT-2/3); False: Post-LN (GPT-1)
     final_norm: bool = True  # an extra LayerNorm after the last block (added by GPT-2)
