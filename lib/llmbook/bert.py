@@ -44,16 +44,16 @@ import json
 import math
 import os
 import random
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import BinaryIO, Iterable, Optional, Sequence
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from llmbook.attention import MultiHeadAttention
+from llmbook.checkpoint import load_state_checked, read_tensors, source_name, write_tensors
 from llmbook.device import check_index_range, check_on_device, model_device, values_checkable
 from llmbook.layers import FeedForward, LayerNorm
 
@@ -353,8 +353,6 @@ class Bert(nn.Module):
         ``path`` is the model folder or its ``model.safetensors``; default: the package's.
         Every tensor is checked by name and shape; the model is returned in eval mode.
         """
-        from safetensors.torch import load_file
-
         folder = minilm_dir() if path is None else Path(path)
         file = folder / "model.safetensors" if folder.is_dir() else folder
         if not file.is_file():
@@ -370,10 +368,7 @@ class Bert(nn.Module):
                 layer_norm_eps=hf["layer_norm_eps"], pad_token_id=hf.get("pad_token_id", 0),
             )
         model = cls(config)
-        try:
-            state = load_file(str(file))
-        except Exception as exc:  # safetensors raises its own error types on a damaged file
-            raise ValueError(f"could not read {file} as safetensors: {exc}") from exc
+        state, _ = read_tensors(file)  # a damaged file -> ValueError naming it
         model.load_hf_state_dict(state)
         return model.eval()
 
@@ -696,17 +691,15 @@ def make_nsp_pairs(documents: Sequence[Sequence[str]], n_pairs: int, seed: int =
 
 
 # ---------------------------------------------------------------------------- checkpoints
-def save_checkpoint(model: nn.Module, path: str | os.PathLike, config: BertConfig, extra: Optional[dict] = None, dtype: torch.dtype = torch.float16) -> None:
+def save_checkpoint(model: nn.Module, path: "str | os.PathLike | BinaryIO", config: BertConfig, extra: Optional[dict] = None, dtype: torch.dtype = torch.float16) -> None:
     """Write ``model``'s tensors to safetensors atomically; config (and ``extra``) as metadata.
 
     Tensors are stored as ``dtype`` (float16 halves the file; they are loaded back as float32).
-    Tied weights are stored once.
+    Tied weights are stored once. ``path``: a file path or a binary file open for writing
+    (the IO is :mod:`llmbook.checkpoint`'s, shared by every model).
     """
-    from safetensors.torch import save_file
-
     if not isinstance(config, BertConfig):
         raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
-    path = Path(path)
     seen, tensors = set(), {}
     for name, t in model.state_dict().items():
         if t.data_ptr() in seen:
@@ -714,36 +707,18 @@ def save_checkpoint(model: nn.Module, path: str | os.PathLike, config: BertConfi
         seen.add(t.data_ptr())
         tensors[name] = t.detach().to("cpu", dtype if t.is_floating_point() else t.dtype).contiguous()
     meta = {"config": json.dumps(config.to_dict()), "extra": json.dumps(extra or {})}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata=meta)
-        os.chmod(tmp, 0o644)  # mkstemp makes the file private; a checkpoint is for everyone
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_tensors(path, tensors, meta)
 
 
-def load_checkpoint(path: str | os.PathLike, model_cls: type = None) -> tuple[nn.Module, dict]:
+def load_checkpoint(path: "str | os.PathLike | BinaryIO", model_cls: type = None) -> tuple[nn.Module, dict]:
     """Load a checkpoint written by ``save_checkpoint``: ``(model, extra)``.
 
     ``model_cls`` (default ``BertForPreTraining``) is built from the stored config; every
     tensor is checked by name and shape, and a mismatch names the tensor.
     """
-    from safetensors import safe_open
-
     model_cls = BertForPreTraining if model_cls is None else model_cls
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            meta = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
-    except Exception as exc:
-        raise ValueError(f"{path} is not a readable safetensors checkpoint: {exc}") from exc
+    tensors, meta = read_tensors(path)
+    path = source_name(path)
     if "config" not in meta:
         raise ValueError(f"{path} has no 'config' metadata; it was not written by save_checkpoint")
     try:
@@ -759,26 +734,6 @@ def load_checkpoint(path: str | os.PathLike, model_cls: type = None) -> tuple[nn
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
     return model.eval(), extra
-
-
-@torch.no_grad()
-def load_state_checked(model: nn.Module, tensors: dict[str, torch.Tensor]) -> None:
-    """Copy ``tensors`` into ``model`` by name; unknown, missing or mis-shaped tensors raise ValueError."""
-    state = model.state_dict()
-    unknown = [k for k in tensors if k not in state]
-    if unknown:
-        raise ValueError(f"checkpoint tensor {unknown[0]!r} has no counterpart in {type(model).__name__}")
-    ptrs: dict[int, str] = {}
-    for name, t in state.items():
-        if name not in tensors:
-            if t.data_ptr() in ptrs:
-                continue  # tied: filled through its first name
-            raise ValueError(f"checkpoint is missing tensor {name!r}")
-        ptrs[t.data_ptr()] = name
-        src = tensors[name]
-        if tuple(src.shape) != tuple(t.shape):
-            raise ValueError(f"checkpoint tensor {name!r} has shape {tuple(src.shape)}, the model expects {tuple(t.shape)}")
-        t.copy_(src.to(t.dtype))
 
 
 # ---------------------------------------------------------------------------- batches

@@ -31,10 +31,12 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import BinaryIO, Callable, Optional
 
 import torch
 import torch.nn as nn
+
+from .checkpoint import decode_json, encode_json, read_tensors, source_name, write_tensors
 
 __all__ = [
     "TrainConfig",
@@ -283,24 +285,19 @@ def _dedup_state(module: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, 
     return tensors, aliases
 
 
-def _write_atomic(path: Path, write: Callable[[str], None]) -> None:
-    from llmbook.atomic import write_atomic  # mode 0o644, stale temporary files removed
-
-    write_atomic(path, write)
-
-
-def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+def save_checkpoint(path: str | os.PathLike | BinaryIO, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                     state: dict | None = None, meta: dict | None = None,
                     keep: Callable[[str], bool] | None = None) -> None:
     """Write model (and optionally optimizer) tensors plus JSON metadata to one safetensors file.
 
-    ``state`` holds extra tensors (RNG states); ``meta`` JSON-serialisable values (step,
-    history, model config). ``keep(name)`` selects the model tensors to write (e.g. only a
-    LoRA adapter's, ``llmbook.lora.save_lora``); such a partial file is read back with
-    ``load_checkpoint(path)`` and no model. Tied weights are stored once. The write is atomic.
+    ``path``: a file path (written atomically) or a binary file open for writing
+    (:mod:`llmbook.checkpoint`). ``state`` holds extra tensors (RNG states); ``meta``
+    JSON-serialisable values (step, history, model config). ``keep(name)`` selects the
+    model tensors to write (e.g. only a LoRA adapter's, ``llmbook.lora.save_lora``); such a
+    partial file is read back with ``load_checkpoint(path)`` and no model. Tied weights are
+    stored once. The optimizer's hyper-parameters come back exactly as they were: a tuple
+    stays a tuple (``betas``), a tensor (a tensor learning rate) a tensor.
     """
-    from safetensors.torch import save_file
-
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     if keep is not None and not callable(keep):
@@ -315,35 +312,36 @@ def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     info: dict = {"aliases": aliases, "meta": meta or {}}
     if optimizer is not None:
         sd = optimizer.state_dict()
-        info["optimizer_groups"] = sd["param_groups"]
+        info["optimizer_groups"] = [encode_json(g, tensors, f"optim_group.{i}", f"optimizer.param_groups[{i}]")
+                                    for i, g in enumerate(sd["param_groups"])]
+        values: dict = {}
         for pid, st in sd["state"].items():
             for k, v in st.items():
-                v = v if isinstance(v, torch.Tensor) else torch.tensor(v)
-                tensors[f"optim.{pid}.{k}"] = v.detach().cpu().contiguous()
+                if isinstance(v, torch.Tensor):
+                    tensors[f"optim.{pid}.{k}"] = v
+                else:  # a number or a list (an optimizer's own bookkeeping): exact, through JSON
+                    values[f"{pid}.{k}"] = encode_json(v, tensors, f"optim_value.{pid}.{k}", f"optimizer state[{pid}][{k!r}]")
+        if values:
+            info["optimizer_values"] = values
     for k, v in (state or {}).items():
-        tensors[f"state.{k}"] = v.detach().cpu().contiguous()
-    metadata = {"llmbook": json.dumps(info)}
-    _write_atomic(Path(path), lambda tmp: save_file(tensors, tmp, metadata=metadata))
+        tensors[f"state.{k}"] = v
+    write_tensors(path, tensors, {"llmbook": json.dumps(info)})
 
 
-def load_checkpoint(path: str | os.PathLike, model: nn.Module | None = None,
+def load_checkpoint(path: str | os.PathLike | BinaryIO, model: nn.Module | None = None,
                     optimizer: torch.optim.Optimizer | None = None) -> dict:
     """Read a checkpoint from ``save_checkpoint``; fills ``model``/``optimizer`` if given.
 
-    Returns ``{"meta": ..., "state": {name: tensor}, "model": {name: tensor}}``. A missing
-    or corrupt file raises a clear error naming the path. Nothing is unpickled.
+    ``path``: a file path or a binary file open for reading. Returns ``{"meta": ...,
+    "state": {name: tensor}, "model": {name: tensor}}``. A missing or corrupt file raises a
+    clear error naming it. Nothing is unpickled.
     """
-    from safetensors import safe_open
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
+    tensors, metadata = read_tensors(path)
+    path = source_name(path)
     try:
-        with safe_open(str(path), framework="pt") as f:
-            info = json.loads((f.metadata() or {}).get("llmbook", "{}"))
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
-    except Exception as err:  # safetensors raises its own error types for truncated/garbled files
-        raise ValueError(f"checkpoint {path} is corrupt or not a safetensors file: {err}") from err
+        info = json.loads(metadata.get("llmbook", "{}"))
+    except ValueError as err:
+        raise ValueError(f"checkpoint {path} has damaged 'llmbook' metadata (not JSON: {err})") from None
     if not isinstance(info, dict) or not isinstance(info.get("aliases", {}), dict) or not isinstance(info.get("meta", {}), dict):
         raise ValueError(f"checkpoint {path} has damaged 'llmbook' metadata (expected a JSON object with "
                          f"'aliases' and 'meta' objects), got {str(info)[:80]!r}")
@@ -370,7 +368,11 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module | None = None,
                 if k.startswith("optim."):
                     _, pid, name = k.split(".", 2)
                     state.setdefault(int(pid), {})[name] = v
-            optimizer.load_state_dict({"state": state, "param_groups": info["optimizer_groups"]})
+            for k, v in info.get("optimizer_values", {}).items():
+                pid, name = k.split(".", 1)
+                state.setdefault(int(pid), {})[name] = decode_json(v, tensors, f"optimizer state {k}")
+            groups = [decode_json(g, tensors, f"optimizer group {i}") for i, g in enumerate(info["optimizer_groups"])]
+            optimizer.load_state_dict({"state": state, "param_groups": groups})
         except (ValueError, KeyError, TypeError, RuntimeError) as err:
             raise ValueError(f"checkpoint {path} holds optimizer state that does not fit this optimizer: "
                              f"{type(err).__name__}: {err}") from None
