@@ -108,3 +108,29 @@ def test_time_budget_schedule_decays_by_the_end(tmp_path, monkeypatch):
     assert 10 <= timed.step <= 40 and 10 <= stepped.step <= 40
     assert timed.last_lr < 1.5e-4, timed.last_lr
     assert stepped.last_lr > 9.9e-4, stepped.last_lr
+
+
+def test_lr_at_without_a_config():
+    """lr_at with keywords equals lr_at with a TrainConfig; the warm-up starts at lr / warmup_steps."""
+    cfg = TrainConfig(max_steps=50, lr=2e-3, min_lr=2e-4, warmup_steps=5)
+    for s in range(60):
+        assert lr_at(s, lr=2e-3, min_lr=2e-4, warmup_steps=5, max_steps=50) == lr_at(s, cfg)
+    assert lr_at(0, lr=1.0, warmup_steps=4, max_steps=10) == 0.25  # (step + 1) / warmup_steps, never 0
+    assert lr_at(3, lr=1.0, warmup_steps=4, max_steps=10) == 1.0
+    assert lr_at(10, lr=1.0, warmup_steps=4, max_steps=10) == 0.0  # min_lr defaults to 0
+    assert lr_at(0, lr=1.0, warmup_steps=0, max_steps=10) == 1.0  # no warm-up: the cosine's start
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: lr_at(-1, lr=1.0, warmup_steps=2, max_steps=9), ValueError, "step must be an int >= 0"),
+    (lambda: lr_at(1.5, lr=1.0, warmup_steps=2, max_steps=9), ValueError, "step must be an int >= 0"),
+    (lambda: lr_at(1, lr=1.0, warmup_steps=2), TypeError, r"needs the keywords \['max_steps'\]"),
+    (lambda: lr_at(1, TrainConfig(), lr=1.0), TypeError, "give cfg or the keywords"),
+    (lambda: lr_at(1, {"lr": 1.0}), TypeError, "cfg must be a TrainConfig"),
+    (lambda: lr_at(1, lr=float("nan"), warmup_steps=2, max_steps=9), ValueError, "lr must be a finite number"),
+    (lambda: lr_at(1, lr=1.0, min_lr=2.0, warmup_steps=2, max_steps=9), ValueError, "min_lr <= lr"),
+    (lambda: lr_at(1, lr=1.0, warmup_steps=-2, max_steps=9), ValueError, "warmup_steps must be a non-negative int"),
+])
+def test_lr_at_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()

@@ -47,29 +47,39 @@ from llmbook.attention import _check_qkv, _check_scale
 __all__ = ["online_softmax", "tiled_attention", "naive_attention", "peak_memory_bytes"]
 
 
-def online_softmax(x: torch.Tensor) -> torch.Tensor:
-    """Softmax of a 1-D tensor in one pass, with a running maximum and a running sum.
+def online_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Softmax along ``dim`` in one pass, with a running maximum and a running sum.
 
-    The loop is the recurrence of the module docstring; a second loop divides by the
-    final sum (FlashAttention folds that into the output instead).
+    The loop is the recurrence of the module docstring, over the entries along ``dim``
+    (every other index is a separate row, carried in parallel); a second step divides by
+    the final sum (FlashAttention folds that into the output instead). Equal to
+    ``torch.softmax(x, dim)`` up to rounding.
 
     >>> online_softmax(torch.tensor([1.0, 2.0, 3.0]))
     tensor([0.0900, 0.2447, 0.6652])
     >>> torch.allclose(online_softmax(torch.tensor([1000.0, 0.0])), torch.tensor([1.0, 0.0]))
     True
+    >>> x = torch.randn(2, 5, 3)
+    >>> torch.allclose(online_softmax(x, dim=1), torch.softmax(x, dim=1), atol=1e-6)
+    True
     """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         raise TypeError(f"x must be a floating-point torch.Tensor, got "
                         f"{x.dtype if isinstance(x, torch.Tensor) else type(x).__name__}")
-    if x.dim() != 1 or x.numel() == 0:
-        raise ValueError(f"x must be a non-empty 1-D tensor, got shape {tuple(x.shape)}")
-    m = torch.tensor(float("-inf"), dtype=x.dtype, device=x.device)  # running maximum
-    l = torch.zeros((), dtype=x.dtype, device=x.device)  # running sum of exp(x_j - m)
-    for xi in x:
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if x.dim() == 0 or not -x.dim() <= dim < x.dim():
+        raise ValueError(f"dim={dim} is out of range for x of shape {tuple(x.shape)}")
+    if x.shape[dim] == 0:
+        raise ValueError(f"x must be non-empty along dim={dim}, got shape {tuple(x.shape)}")
+    xs = x.movedim(dim, -1)  # (..., n): the softmax runs along the last axis
+    m = torch.full(xs.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)  # running maximum per row
+    l = torch.zeros(xs.shape[:-1], dtype=x.dtype, device=x.device)  # running sum of exp(x_j - m) per row
+    for xi in xs.unbind(-1):
         m_new = torch.maximum(m, xi)
         l = l * torch.exp(m - m_new) + torch.exp(xi - m_new)
         m = m_new
-    return torch.exp(x - m) / l
+    return (torch.exp(xs - m[..., None]) / l[..., None]).movedim(-1, dim)
 
 
 def _check_block(block_size: object) -> int:

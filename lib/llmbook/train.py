@@ -63,7 +63,7 @@ class TrainConfig:
     max_steps: int = 2000  # optimizer updates the schedule spans
     lr: float = 1e-3  # peak learning rate, reached at the end of warm-up
     min_lr: float = 1e-4  # floor of the cosine decay (reached at max_steps)
-    warmup_steps: int = 100  # linear warm-up from 0 to lr over this many updates
+    warmup_steps: int = 100  # linear warm-up to lr over this many updates (update k: lr * (k+1) / warmup_steps)
     weight_decay: float = 0.1  # decoupled decay, applied to matrices (dim >= 2) only
     beta1: float = 0.9  # Adam momentum
     beta2: float = 0.99  # Adam second-moment decay (0.99 suits small batches, 0.95 big runs)
@@ -157,23 +157,68 @@ class TrainResult:
         return self.evals[-1]["val"] if self.evals else float("nan")
 
 
-def lr_at(step: int, cfg: TrainConfig) -> float:
+@dataclass(frozen=True)
+class _Schedule:
+    lr: float
+    min_lr: float
+    warmup_steps: int
+    max_steps: int
+
+
+def _schedule(cfg: TrainConfig | None, lr, min_lr, warmup_steps, max_steps) -> _Schedule:
+    """The four numbers of the schedule, from a config or from keywords (not both), checked."""
+    given = {k: v for k, v in (("lr", lr), ("min_lr", min_lr), ("warmup_steps", warmup_steps), ("max_steps", max_steps))
+             if v is not None}
+    if cfg is not None:
+        if not isinstance(cfg, TrainConfig):
+            raise TypeError(f"cfg must be a TrainConfig (or None with lr=, warmup_steps=, max_steps=), got {type(cfg).__name__}")
+        if given:
+            raise TypeError(f"give cfg or the keywords {sorted(given)}, not both")
+        return _Schedule(cfg.lr, cfg.min_lr, cfg.warmup_steps, cfg.max_steps)
+    missing = [k for k in ("lr", "warmup_steps", "max_steps") if k not in given]
+    if missing:
+        raise TypeError(f"without cfg, lr_at needs the keywords {missing} (min_lr defaults to 0)")
+    # the same checks as TrainConfig's, naming the keyword
+    check = TrainConfig(lr=lr, min_lr=0.0 if min_lr is None else min_lr, warmup_steps=warmup_steps, max_steps=max_steps)
+    return _Schedule(check.lr, check.min_lr, check.warmup_steps, check.max_steps)
+
+
+def lr_at(step: int, cfg: TrainConfig | None = None, *, lr: float | None = None, min_lr: float | None = None,
+          warmup_steps: int | None = None, max_steps: int | None = None) -> float:
     """Learning rate for update ``step`` (0-based): linear warm-up, then cosine to ``min_lr``.
+
+    The numbers come from ``cfg`` or, without a config, from the keywords ``lr``,
+    ``warmup_steps``, ``max_steps`` and ``min_lr`` (default 0).
+
+    Warm-up convention: update ``step`` (the ``step``-th call of ``optimizer.step()``,
+    counting from 0) uses ``lr * (step + 1) / warmup_steps`` while ``step < warmup_steps``:
+    the first update already moves, with ``lr / warmup_steps``, and update
+    ``warmup_steps - 1`` is the first at the full ``lr``. Schedules written with
+    ``step / warmup_steps`` (Hugging Face's ``get_linear_schedule_with_warmup``, for one) give
+    the first update a learning rate of 0 and reach ``lr`` one update later. After warm-up a
+    cosine goes from ``lr`` at ``step = warmup_steps`` to ``min_lr`` at ``step = max_steps``;
+    ``min_lr`` after that.
 
     >>> cfg = TrainConfig(max_steps=100, lr=1.0, min_lr=0.0, warmup_steps=10)
     >>> [round(lr_at(s, cfg), 3) for s in (0, 9, 10, 55, 100)]
     [0.1, 1.0, 1.0, 0.5, 0.0]
+    >>> lr_at(55, lr=1.0, warmup_steps=10, max_steps=100) == lr_at(55, cfg)
+    True
     """
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    if step >= cfg.max_steps:
-        return cfg.min_lr
-    return _cosine((step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps), cfg)
+    if isinstance(step, bool) or not hasattr(type(step), "__index__") or int(step) < 0:
+        raise ValueError(f"step must be an int >= 0 (the 0-based update), got {step!r}")
+    step = int(step)
+    sc = _schedule(cfg, lr, min_lr, warmup_steps, max_steps)
+    if step < sc.warmup_steps:
+        return sc.lr * (step + 1) / sc.warmup_steps
+    if step >= sc.max_steps:
+        return sc.min_lr
+    return _cosine((step - sc.warmup_steps) / max(1, sc.max_steps - sc.warmup_steps), sc)
 
 
-def _cosine(progress: float, cfg: TrainConfig) -> float:
+def _cosine(progress: float, sc: "_Schedule | TrainConfig") -> float:
     progress = min(1.0, max(0.0, progress))
-    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+    return sc.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (sc.lr - sc.min_lr)
 
 
 def lr_at_time(step: int, elapsed: float, warmup_end: float, cfg: TrainConfig) -> float:
