@@ -9,9 +9,15 @@ inputs are not counted). One head, d = 64, float32, causal, block 128, no autogr
 Prints the peaks as T grows and, last, ``flash_tiled_peak_mem_ratio=`` (tiled / naive
 peak at T = 4096; target <= 0.25). Memory is deterministic, so each size is one run.
 
-Usage: python benchmarks/bench_flash.py [--quick]
+``--save-curve PATH`` also measures forward plus backward (autograd through the naive and
+the tiled attention, and ``llmbook.flash.flash_attention``, which recomputes the
+probabilities in its backward pass) at T = 256 .. 4096 and writes every peak, in bytes, to
+PATH (JSON with a ``meta`` record of the command); chapter 3b plots that file.
+
+Usage: python benchmarks/bench_flash.py [--quick] [--save-curve data/results/ch03b_flash_memory.json]
 """
 
+import json
 import sys
 from pathlib import Path
 
@@ -21,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _timing import Results, print_machine, quick_mode, set_threads  # noqa: E402
 
-from llmbook.flash import naive_attention, peak_memory_bytes, tiled_attention  # noqa: E402
+from llmbook.flash import flash_attention, naive_attention, peak_memory_bytes, tiled_attention  # noqa: E402
 
 
 def peaks(T: int, d: int = 64, block: int = 128) -> tuple[int, int]:
@@ -35,7 +41,46 @@ def peaks(T: int, d: int = 64, block: int = 128) -> tuple[int, int]:
     return naive, tiled
 
 
+def fwd_bwd_peaks(T: int, d: int = 64, block: int = 128) -> dict[str, int]:
+    """Peak bytes of forward + backward (gradients of q, k, v) for each implementation."""
+    g = torch.Generator().manual_seed(0)
+    base = [torch.randn(1, 1, T, d, generator=g) for _ in range(3)]
+
+    def run(fn, **kw):
+        xs = [b.clone().requires_grad_(True) for b in base]
+        fn(*xs, causal=True, **kw).sum().backward()
+
+    return {"naive": peak_memory_bytes(run, naive_attention),
+            "tiled_autograd": peak_memory_bytes(run, tiled_attention, block_size=block),
+            "flash_recompute": peak_memory_bytes(run, flash_attention, block_size=block)}
+
+
+def save_curve(path: str, d: int = 64, block: int = 128) -> None:
+    sizes = [256, 512, 1024, 2048, 4096]
+    rows = []
+    print(f"{'T':>6} {'fwd naive':>10} {'fwd tiled':>10} {'f+b naive':>10} {'f+b tiled':>10} {'f+b flash':>10}  (MiB)")
+    for T in sizes:
+        naive, tiled = peaks(T, d, block)
+        fb = fwd_bwd_peaks(T, d, block)
+        rows.append({"T": T, "forward": {"naive": naive, "tiled": tiled}, "forward_backward": fb})
+        print(f"{T:>6} {naive / 2**20:>10.2f} {tiled / 2**20:>10.2f} {fb['naive'] / 2**20:>10.2f} "
+              f"{fb['tiled_autograd'] / 2**20:>10.2f} {fb['flash_recompute'] / 2**20:>10.2f}", flush=True)
+    meta = {"command": "python benchmarks/bench_flash.py --save-curve " + path, "d": d, "block_size": block,
+            "dtype": "float32", "causal": True, "heads": 1, "batch": 1, "unit": "bytes",
+            "measured_with": "llmbook.flash.peak_memory_bytes (PyTorch profiler CPU allocation records; inputs not counted)",
+            "torch": torch.__version__, "steps": 0, "seed": 0, "split": "none"}  # no training, random inputs
+    Path(path).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    print("wrote", path)
+
+
 def main() -> None:
+    if "--save-curve" in sys.argv:
+        i = sys.argv.index("--save-curve")
+        if i + 1 >= len(sys.argv):
+            raise SystemExit("--save-curve needs a path")
+        set_threads()
+        save_curve(sys.argv[i + 1])
+        return
     quick = quick_mode()
     set_threads()
     print_machine()

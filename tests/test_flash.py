@@ -120,3 +120,58 @@ def test_tiled_peak_memory_grows_linearly_naive_quadratically():
     assert tiled_growth < 5, peaks
     assert peaks[1024][0] >= 2 * 1024 * 1024 * 4  # at least scores and weights, T x T float32 each
     assert peaks[1024][1] < peaks[1024][0] / 4
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("T,S,block", [(13, 13, 4), (16, 16, 16), (9, 12, 5), (12, 5, 3), (7, 7, 1)])
+def test_flash_attention_values_and_gradients_equal_sdpa(dtype, causal, T, S, block):
+    from llmbook.flash import flash_attention
+    g = torch.Generator().manual_seed(T * 7 + S)
+    base = [torch.randn(2, 3, T, 8, generator=g, dtype=dtype), torch.randn(2, 3, S, 8, generator=g, dtype=dtype),
+            torch.randn(2, 3, S, 5, generator=g, dtype=dtype)]
+    w = torch.randn(2, 3, T, 5, generator=g, dtype=dtype)
+    outs, grads = [], []
+    for fn in (lambda q, k, v: flash_attention(q, k, v, causal=causal, block_size=block),
+               lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)):
+        xs = [b.clone().requires_grad_(True) for b in base]
+        out = fn(*xs)
+        (out * w).sum().backward()
+        outs.append(out.detach())
+        grads.append([x.grad for x in xs])
+    torch.testing.assert_close(outs[0], outs[1], **TOL[dtype])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, **TOL[dtype])
+
+
+def test_flash_attention_gradcheck_and_bad_input():
+    from llmbook.flash import flash_attention
+    g = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(1, 7, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    assert torch.autograd.gradcheck(lambda q, k, v: flash_attention(q, k, v, causal=True, block_size=3), (q, k, v))
+    assert torch.autograd.gradcheck(lambda q, k, v: flash_attention(q, k, v, block_size=2, scale=0.7), (q, k, v))
+    with pytest.raises(ValueError, match="leading dimensions"):
+        flash_attention(torch.randn(2, 4, 8), torch.randn(1, 4, 8), torch.randn(1, 4, 8))
+    with pytest.raises(ValueError, match="block_size"):
+        flash_attention(q, k, v, block_size=0)
+
+
+def test_flash_backward_keeps_no_t_by_t_tensor():
+    # Forward + backward peak memory: autograd through tiled_attention keeps every block's
+    # probabilities (T x T in all), so its peak grows 4x when T doubles; flash_attention
+    # recomputes them (T x block at a time): its peak grows 2x.
+    from llmbook.flash import flash_attention
+    d, block = 32, 64
+    peaks = {}
+    for T in (512, 1024):
+        g = torch.Generator().manual_seed(0)
+        base = [torch.randn(1, 1, T, d, generator=g) for _ in range(3)]
+
+        def fwd_bwd(fn):
+            xs = [b.clone().requires_grad_(True) for b in base]
+            fn(*xs, causal=True, block_size=block).sum().backward()
+
+        peaks[T] = {fn.__name__: peak_memory_bytes(fwd_bwd, fn) for fn in (tiled_attention, flash_attention)}
+    assert peaks[1024]["tiled_attention"] / peaks[512]["tiled_attention"] > 3.5
+    assert 1.9 < peaks[1024]["flash_attention"] / peaks[512]["flash_attention"] < 2.1
+    assert peaks[1024]["flash_attention"] < 0.2 * peaks[1024]["tiled_attention"]

@@ -24,19 +24,29 @@ time is the same recurrence with ``max`` and ``sum`` taken over the block.
 
 * ``online_softmax(x)``: the recurrence on a vector, element by element (for reading).
 * ``tiled_attention(q, k, v, causal, block_size)``: the recurrence over key/value blocks;
-  memory O(T * block_size) instead of O(T^2). Autograd works through it (it stores each
-  block's intermediates; the real FlashAttention recomputes them in its backward pass
-  instead, which this version leaves out, as it leaves out tiling the queries and the
-  fused GPU kernel: here each block is a few PyTorch ops).
+  memory O(T * block_size) instead of O(T^2) in the forward pass. Autograd works through it,
+  but autograd stores every block's probabilities for the backward pass: T x S numbers again.
+* ``flash_attention(q, k, v, causal, block_size)``: the same forward pass, with FlashAttention's
+  backward (Dao et al. 2022, appendix B, without the tiling of the queries): it saves only
+  the output O and per query row the softmax statistics, here as one number, the log of
+  the normaliser ``L = m + log l`` (FlashAttention keeps m and l; FlashAttention-2, Dao 2023,
+  keeps L), and recomputes each block's probabilities ``P = exp(S - L)`` in the backward
+  pass. With ``D = rowsum(dO * O)``: ``dV = P^T dO``, ``dP = dO V^T``,
+  ``dS = P * (dP - D)``, ``dQ = dS K * scale``, ``dK = dS^T Q * scale``, block by block.
+  Memory of forward plus backward: O(T * block_size + T * d). The price is computing the
+  scores twice. Left out, as everywhere here: tiling the queries and the fused GPU kernel
+  (each block is a few PyTorch ops).
 * ``peak_memory_bytes(fn, *args)``: the peak of memory allocated while ``fn`` runs, on
   the CPU, from the PyTorch profiler's allocation records.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import sys
 import tempfile
 from typing import Callable
 
@@ -44,7 +54,7 @@ import torch
 
 from llmbook.attention import _check_qkv, _check_scale
 
-__all__ = ["online_softmax", "tiled_attention", "naive_attention", "peak_memory_bytes"]
+__all__ = ["online_softmax", "tiled_attention", "flash_attention", "naive_attention", "peak_memory_bytes"]
 
 
 def online_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -105,12 +115,22 @@ def tiled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     >>> torch.allclose(tiled_attention(q, k, v, block_size=3), ref, atol=1e-6)
     True
     """
+    bs, scale = _check_args(q, k, v, causal, block_size, scale)
+    return _online_blocks(q, k, v, causal, bs, scale, want_lse=False)[0]
+
+
+def _check_args(q, k, v, causal, block_size, scale) -> tuple[int, float]:
     _check_qkv(q, k, v)
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
     bs = _check_block(block_size)
     scale = _check_scale(scale)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    return bs, (1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)
+
+
+def _online_blocks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, bs: int,
+                   scale: float, want_lse: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The forward recurrence: (output (..., T, dv), log of the softmax normaliser (..., T, 1) or None)."""
     T, S = q.shape[-2], k.shape[-2]
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     qs = q * scale  # (..., T, d)
@@ -134,7 +154,68 @@ def tiled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
         l = l * rescale + p.sum(dim=-1, keepdim=True)
         acc = acc * rescale + p @ vb  # (..., T, dv)
         m = m_new
-    return acc / l
+    lse = m + torch.log(l) if want_lse else None  # L = m + log l: every row sees key 0, so l > 0
+    return acc / l, lse
+
+
+def _causal_block(s: torch.Tensor, j: int, rows: torch.Tensor) -> torch.Tensor:
+    """Scores of the key block starting at j with the future (key > query, rows (T, 1)) set to -inf."""
+    cols = torch.arange(j, j + s.shape[-1], device=s.device)[None, :]  # (1, b)
+    return s.masked_fill(cols > rows, float("-inf"))
+
+
+class _FlashAttention(torch.autograd.Function):
+    """Forward: the online recurrence. Backward: recompute each block's P from the saved L."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal: bool, bs: int, scale: float):
+        out, lse = _online_blocks(q, k, v, causal, bs, scale)
+        ctx.save_for_backward(q, k, v, out, lse)  # no T x S tensor is saved
+        ctx.causal, ctx.bs, ctx.scale = causal, bs, scale
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        causal, bs, scale = ctx.causal, ctx.bs, ctx.scale
+        T, S = q.shape[-2], k.shape[-2]
+        D = (dout * out).sum(dim=-1, keepdim=True)  # (..., T, 1): rowsum(dO * O) = rowsum(P * dP)
+        dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+        rows = torch.arange(T, device=q.device)[:, None]  # (T, 1) query positions
+        for j in range(0, S, bs):
+            if causal and j > T - 1:
+                break  # these keys were never seen: their gradients stay 0
+            kb, vb = k[..., j:j + bs, :], v[..., j:j + bs, :]  # (..., b, d), (..., b, dv)
+            s = (q @ kb.transpose(-2, -1)) * scale  # (..., T, b): the scores again
+            if causal:
+                s = _causal_block(s, j, rows)
+            p = torch.exp(s - lse)  # (..., T, b): the probabilities, recomputed
+            dv[..., j:j + bs, :] = p.transpose(-2, -1) @ dout  # (..., b, dv)
+            ds = p * (dout @ vb.transpose(-2, -1) - D)  # (..., T, b): softmax's backward
+            dq += (ds @ kb) * scale  # (..., T, d)
+            dk[..., j:j + bs, :] = (ds.transpose(-2, -1) @ q) * scale  # (..., b, d)
+        return dq, dk, dv, None, None, None
+
+
+def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                    block_size: int = 128, scale: float | None = None) -> torch.Tensor:
+    """``tiled_attention`` with FlashAttention's recomputing backward pass.
+
+    The values equal ``tiled_attention``'s (the same forward code); the gradients equal
+    SDPA's. For the backward pass it keeps q, k, v, the output and one log-normaliser per
+    query row, never a (T, S) tensor. q, k and v must have the same leading dimensions
+    (no broadcasting).
+
+    >>> q, k, v = (torch.randn(2, 6, 4, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    >>> flash_attention(q, k, v, causal=True, block_size=4).sum().backward()
+    >>> q.grad.shape
+    torch.Size([2, 6, 4])
+    """
+    bs, scale = _check_args(q, k, v, causal, block_size, scale)
+    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
+        raise ValueError(f"q, k and v must have the same leading dimensions, got {tuple(q.shape[:-2])}, "
+                         f"{tuple(k.shape[:-2])} and {tuple(v.shape[:-2])}")
+    return _FlashAttention.apply(q, k, v, causal, bs, scale)
 
 
 def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
@@ -151,6 +232,25 @@ def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
         T, S = q.shape[-2], k.shape[-2]
         mask = causal_mask(T, S, device=q.device)  # top-left aligned, as SDPA's is_causal
     return scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)
+
+
+@contextlib.contextmanager
+def _quiet_stderr_fd():
+    """Send file descriptor 2 to /dev/null for the duration (C++ log lines bypass sys.stderr)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real fd 2 (an embedded interpreter): nothing to silence
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def peak_memory_bytes(fn: Callable, *args, **kwargs) -> int:
@@ -175,9 +275,15 @@ def peak_memory_bytes(fn: Callable, *args, **kwargs) -> int:
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with _quiet_stderr_fd():  # the profiler's C++ side logs "profiler_start" / "profiler_stop" to fd 2
+        prof.start()
+    try:
         out = fn(*args, **kwargs)
         del out
+    finally:
+        with _quiet_stderr_fd():
+            prof.stop()
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:
