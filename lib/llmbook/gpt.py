@@ -177,6 +177,8 @@ class CausalSelfAttention(nn.Module):
         self.c_proj.residual_scaled = True  # GPT-2 init: std / sqrt(2 n_layer)
         self.dropout = config.dropout
         self.resid_drop = nn.Dropout(config.dropout)
+        # A named place for llmbook.hooks to read or replace the weights (explicit path only); a no-op otherwise.
+        self.hook_pattern = nn.Identity()
 
     def forward(self, x: torch.Tensor, kv_cache: KVCache | None = None,
                 return_attention: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -196,7 +198,7 @@ class CausalSelfAttention(nn.Module):
             # The explicit path: the same arithmetic as the fused kernel, weights kept.
             mask = causal_mask(T, S, offset, self.window, device=x.device)
             scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)  # (B, H, T, S)
-            weights = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            weights = self.hook_pattern(scores.masked_fill(~mask, float("-inf")).softmax(dim=-1))
             y = F.dropout(weights, p_drop, self.training) @ v  # (B, H, T, D)
         elif self.window is None and offset == 0:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=p_drop, is_causal=True)
@@ -317,7 +319,7 @@ class GPT(nn.Module):
             raise ValueError(f"targets must be a tensor of shape {tuple(idx.shape)} (that of idx), "
                              f"got {tuple(getattr(targets, 'shape', ())) or type(targets).__name__}")
         check_on_device("targets", targets, idx.device)
-        if values_checkable(targets) and not targets.is_floating_point() and targets.numel():
+        if values_checkable(targets) and targets.dtype in (torch.int64, torch.int32) and targets.numel():
             lo, hi = (int(v) for v in torch.aminmax(targets))  # the training hot path: one pass
             if lo >= 0 and hi < self.config.vocab_size:
                 return
