@@ -34,9 +34,12 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q --no-deps $(NODEPS)
 	@touch $(STAMP)
 
+# default_url: the link the server prints (and the browser it opens) lands on chapter 0,
+# not on the Launcher; that matters where the printed link is the way in (a remote machine,
+# WSL, a container).
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) \
-		$(LAB_ARGS) notebooks/00_introduction.ipynb
+		--LabApp.default_url=/lab/tree/notebooks/00_introduction.ipynb $(LAB_ARGS)
 
 # Every check. Unit and reference tests first (fast failures), then every notebook
 # top to bottom under nbval, then the widgets in a real browser.

@@ -81,7 +81,7 @@ globalThis.document = { createElementNS: (_, tag) => new FakeNode(tag), createEl
 const all = (n, tag) => [...(n.tag === tag ? [n] : []), ...(n.children || []).flatMap((c) => all(c, tag))];
 function drawSpec(spec) {
   const pic = new FakeNode("div"), bar = new FakeNode("div"), status = new FakeNode("div");
-  const ctx = { model: { get: () => 0 }, spec, bar, pic, status, error: () => {}, set: () => {} };
+  const ctx = { model: { get: () => 0 }, spec, bar, pic, status, error: () => {}, set: () => {}, width: () => 1000 };
   VIEWS[spec.kind](ctx)();
   return pic;
 }
@@ -132,8 +132,8 @@ def test_panels_view_rejects_an_unknown_panel_type():
     assert got == 'unknown panel type "pie"'
 
 
-def test_bar_grid_top_k_matches_the_matplotlib_figure():
-    """The bar_grid view keeps the first k bars of each panel and sets the value axis as the
+def test_panels_top_k_matches_the_matplotlib_figure():
+    """The panels view keeps the first k bars of each bar panel and sets the value axis as the
     matplotlib figure of the same data does (x1.3 of the largest bar when values are written)."""
     import matplotlib
 
@@ -141,15 +141,15 @@ def test_bar_grid_top_k_matches_the_matplotlib_figure():
     import matplotlib.pyplot as plt
 
     from llmbook.viz.bert import masked_word_figure
-    from llmbook.viz.frontend import bar_grid_spec, bar_panel
+    from llmbook.viz.frontend import bar_panel, panels_spec
 
     cands = [("thou", 0.35), ("a", 0.05), ("to", 0.04), ("not", 0.03), ("it", 0.025)]
-    spec = bar_grid_spec([bar_panel([c for c, _ in cands], [p for _, p in cands], "[MASK] at position 6", "h",
-                                    annotate=True),
-                          bar_panel(["x", "y"], [0.6, 0.4], "fixed axis", vmax=1.0)],
-                         top_k={"min": 1, "max": 15})
+    spec = panels_spec([bar_panel([c for c, _ in cands], [p for _, p in cands], "[MASK] at piece 6", "h",
+                                  annotate=True),
+                        bar_panel(["x", "y"], [0.6, 0.4], "fixed axis", vmax=1.0)],
+                       top_k={"min": 1, "max": 15})
     ks = [1, 3, 5, 15]
-    got = _run("DATA.ks.map((k) => barGridShown(DATA.spec, k))", {"spec": spec, "ks": ks})
+    got = _run("DATA.ks.map((k) => panelsShown(DATA.spec, k))", {"spec": spec, "ks": ks})
     for k, panels in zip(ks, got):
         fig = masked_word_figure(["[CLS]", "[MASK]", "[SEP]"], [(6, cands[:k])])
         xmax = fig.axes[0].get_xlim()[1]
@@ -158,15 +158,17 @@ def test_bar_grid_top_k_matches_the_matplotlib_figure():
         assert panels[0]["values"] == [p for _, p in cands[:k]]
         assert abs(panels[0]["vmax"] - xmax) < 1e-9
         assert panels[1]["labels"] == ["x", "y"][:k] and panels[1]["vmax"] == 1.0
-    every = _run("barGridShown(DATA.spec, null)", {"spec": spec})
+    every = _run("panelsShown(DATA.spec, null)", {"spec": spec})
     assert [len(p["values"]) for p in every] == [5, 2]
 
 
-def test_bar_grid_view_draws_panels_slider_and_table():
-    from llmbook.viz.frontend import KINDS, bar_grid_spec, bar_panel
+def test_panels_view_draws_bar_panels_slider_and_table():
+    """One view kind for every grid of small charts (issue 32): bar panels in rows of `columns`,
+    the top-k slider and the table, as the former bar_grid view drew them."""
+    from llmbook.viz.frontend import KINDS, bar_panel, panels_spec
 
-    assert "bar_grid" in KINDS
-    spec = bar_grid_spec(
+    assert "bar_grid" not in KINDS
+    spec = panels_spec(
         [bar_panel(["H", "␣", "↵"], [0.5, 0.3, 0.2], "SFT: next token after the prompt", "v", 0, ylabel="probability", vmax=1.0),
          bar_panel(["今", "<E5>"], [0.6, 0.4], "base: next token after the prompt", "v", 1, vmax=1.0),
          bar_panel(["HAMLET", "Hamlet"], [0.9, 0.1], "SFT: whole answers", "h", 0, xlabel="probability among the candidates"),
@@ -175,16 +177,19 @@ def test_bar_grid_view_draws_panels_slider_and_table():
         table={"caption": "2 sampled answers (greedy):", "header": ["SFT", "base"], "rows": [["'HAMLET'", "''"], ["'IAGO'", "''"]]})
     got = _draw("""DATA.ks.map((k) => { const pic = new FakeNode("div"), bar = new FakeNode("div");
         const ctx = { model: { get: (t) => (t === "step" ? k : 0) }, spec: DATA.spec, bar, pic, status: new FakeNode("div"),
-                      error: () => {}, set: () => {} };
-        VIEWS.bar_grid(ctx)();
-        const bars = all(pic, "rect");
+                      error: () => {}, set: () => {}, width: () => 1200 };
+        VIEWS.panels(ctx)();
+        const bars = all(pic, "rect").filter((r) => r.attrs.fill && r.attrs.fill !== "none");
+        const rows = all(pic, "div").filter((d) => d.style.cssText && d.style.cssText.includes("flex-wrap"));
         return { fills: bars.map((r) => r.attrs.fill), texts: all(pic, "text").map((t) => t.textContent),
                  cells: [...all(pic, "th"), ...all(pic, "td")].map((c) => c.textContent),
                  slider: all(bar, "input").map((i) => [i.attrs.min, i.attrs.max, i.value]),
-                 title: all(pic, "text").find((t) => t.attrs.class === "llmbook-front-title").textContent }; })""",
+                 perRow: rows.map((r) => all(r, "svg").length),
+                 title: all(pic, "div").find((d) => d.attrs.class === "llmbook-front-title").textContent }; })""",
                 {"spec": spec, "ks": [15, 1]})
     full, one = got
     assert full["title"] == "SFT compared with base"
+    assert full["perRow"] == [2, 2, 0]  # columns=2: next-token charts side by side, the answers, the table alone
     # every bar in its checkpoint's colour: left column PALETTE[0], right column PALETTE[1]
     assert full["fills"] == ["#0072B2"] * 3 + ["#E69F00"] * 2 + ["#0072B2"] * 2 + ["#E69F00"] * 2
     for label in ["H", "␣", "↵", "今", "<E5>", "HAMLET", "Hamlet", "probability", "probability among the candidates",
@@ -193,3 +198,31 @@ def test_bar_grid_view_draws_panels_slider_and_table():
     assert full["cells"] == ["SFT", "base", "'HAMLET'", "''", "'IAGO'", "''"]
     assert full["slider"] == [["1", "15", "15"]]
     assert one["fills"] == ["#0072B2", "#E69F00", "#0072B2", "#E69F00"]  # top 1 of every panel
+
+
+def test_text_takes_the_theme_colour_and_masked_cells_are_not_zero():
+    """SVG text is drawn in currentColor (the theme's text colour, set on the view from JupyterLab's
+    --jp-ui-font-color1 with a light default), theme colours go to the style, not to a presentation
+    attribute (where var() is invalid), and a causal mask marks the forbidden cells as null (grey)."""
+    got = _draw("""(() => {
+        const t = svgEl("text", { x: 1 }), n = svgEl("text", { fill: THEME.fg2 }), on = svgEl("text", { fill: "white" });
+        return { plain: t.attrs.fill, themed: [n.attrs.fill, n.style.fill], white: on.attrs.fill,
+                 masked: maskFuture([[0.5, 0.5], [0.2, 0.8]]), fg: THEME.fg };
+    })()""", {})
+    assert got["plain"] == "currentColor" and got["white"] == "white"
+    assert got["themed"][0] is None and got["themed"][1].startswith("var(--jp-ui-font-color2")
+    assert got["masked"] == [[0.5, None], [0.2, 0.8]]
+    assert got["fg"].startswith("var(--jp-ui-font-color1,")
+
+
+def test_positional_dims_adapt_to_a_smaller_d_model_but_typed_dims_are_checked():
+    """A d_model below the default dims leaves those dims out with a note (the reader typed nothing
+    wrong); dims the reader typed are checked strictly, and the error keeps the old picture."""
+    got = _draw("""[chooseDims("0, 4, 16", 8, false),
+                    (() => { try { chooseDims("0, 4, 16", 8, true); return "drawn"; } catch (e) { return e.message; } })(),
+                    chooseDims("16, 20", 8, false),
+                    (() => { try { chooseDims("0, x", 8, false); return "drawn"; } catch (e) { return e.message; } })()]""", {})
+    assert got[0] == {"dims": [0, 4], "note": "dims 16 left out: d_model=8 has dimensions 0..7"}
+    assert got[1].startswith("dims [16] out of range")
+    assert got[2]["dims"] == [0]
+    assert got[3].startswith("dims must be comma-separated integers")

@@ -85,9 +85,13 @@ def test_make_lab_requires_token_and_binds_loopback(lab_server):
     assert _status(f"{base}/api/status") == 403
     assert _status(f"{base}/api/status?token=wrong{token}") == 403
     assert _status(f"{base}/api/status?token={token}") == 200
-    # The book's first chapter is what it opens.
-    assert "notebooks/00_introduction.ipynb" in log.read_text() or _status(
-        f"{base}/api/contents/notebooks/00_introduction.ipynb?token={token}&content=0") == 200
+    # The book's first chapter is what it opens, from the link it prints too (review 2026-11-26,
+    # UX #12: a reader on a remote machine, WSL or a container follows that link, and a plain
+    # /lab link lands on the Launcher).
+    printed = re.findall(rf"http://127\.0\.0\.1:{port}(/\S*)\?token=", log.read_text())
+    assert printed and all(p == "/lab/tree/notebooks/00_introduction.ipynb" for p in printed), printed
+    assert _status(f"{base}/api/contents/notebooks/00_introduction.ipynb?token={token}&content=0") == 200
+    assert _status(f"{base}/lab/tree/notebooks/00_introduction.ipynb?token={token}") == 200
     ip = _non_loopback_ip()
     if ip is not None:
         with socket.socket() as s:

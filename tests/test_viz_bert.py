@@ -45,7 +45,9 @@ def test_bad_input_is_a_clear_error(predict):
 
 
 def test_mask_word_and_choices():
-    assert word_choices("to be")[1:] == ["0: to", "1: be"]
+    assert word_choices("to be") == ["0: to", "1: be"]  # no "(none: I typed [MASK])" trap without a [MASK]
+    assert word_choices("to [MASK]") == [NO_WORD, "0: to", "1: [MASK]"]
+    assert word_choices(". , !")[0] == NO_WORD  # nothing to mask: the only choice that draws nothing new
     assert mask_word("to be, or not", "1: be,") == "to [MASK], or not"
     assert mask_word("to be", "5: gone") == "to be"  # a stale label masks nothing
 
@@ -127,12 +129,12 @@ def test_spec_holds_the_models_top_pieces(predict):
     """The browser gets predict's top TOP_K_MAX pieces, largest first; its first k are predict's top k."""
     data = masked_word_data(predict, "to be or not to be", "3: not")
     spec = masked_word_spec(data)
-    assert spec["kind"] == "bar_grid" and spec["title"] == "to be or [MASK] to be"
+    assert spec["kind"] == "panels" and spec["title"] == "to be or [MASK] to be"
     assert spec["top_k"] == {"name": "top_k", "label": "top k", "min": 1, "max": TOP_K_MAX}
     (panel,) = spec["panels"]
     tokens, preds = predict("to be or [MASK] to be", top_k=TOP_K_MAX)
-    assert data["tokens"] == tokens and panel["title"] == f"[MASK] at position {preds[0][0]}"
-    assert panel["labels"] == [c for c, _ in preds[0][1]] and panel["orient"] == "h" and panel["annotate"]
+    assert data["tokens"] == tokens and panel["title"] == f"[MASK] at piece {preds[0][0]} ([CLS] is piece 0)"
+    assert panel["labels"] == [c for c, _ in preds[0][1]] and panel["type"] == "hbars" and panel["annotate"]
     assert panel["values"] == sorted(panel["values"], reverse=True) and 0 < sum(panel["values"]) <= 1 + 1e-3
     for k in (1, 3, 5):
         _, small = predict("to be or [MASK] to be", top_k=k)

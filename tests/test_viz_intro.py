@@ -87,7 +87,7 @@ def test_explorer_controls_and_inline_error(lm):
     assert set(ex.controls) == {"prompt", "temperature"}
     slider = ex.controls["temperature"]
     assert (slider.min, slider.max, slider.continuous_update) == (0.1, 3.0, False)
-    assert ex.controls["prompt"].continuous_update is False
+    assert ex.controls["prompt"].continuous_update is True  # applied as the reader types (review UX #17)
     assert ex.view.children == (ex.front,)  # drawn in the browser
     first = ex.front.spec
     slider.value = 2.5

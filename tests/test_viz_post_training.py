@@ -101,6 +101,30 @@ def test_figure_validates():
         comparison_figure([torch.ones(3) / 3], ["a", "b", "c"], ["x"], answer_p=[torch.ones(2)], answers=["a"])
 
 
+def _table(spec: dict) -> dict:
+    """The table panel of a checkpoint spec (the sampled answers)."""
+    (table,) = [p for p in spec["panels"] if p["type"] == "table"]
+    return table
+
+
+def test_a_typed_question_is_formatted_as_the_menu_prompts(setup):
+    """Review 2026-11-26 (UX #2): a question typed in the one-line box lacks the new line every menu
+    prompt ends with; the comparer adds it, so the checkpoints answer it as they answer the menu's."""
+    models, vocab = setup
+    args = dict(checkpoint="SFT", against="base", temperature=0.0, seed=0, n_samples=2, max_new=6)
+    menu = checkpoint_data(models, vocab.encode, vocab.decode, PROMPTS[0], **args)
+    typed = checkpoint_data(models, vocab.encode, vocab.decode, PROMPTS[1], custom=PROMPTS[0].strip() + "  ",
+                            prompts=PROMPTS, **args)
+    assert typed["text"] == menu["text"] == PROMPTS[0] and PROMPTS[0].endswith("\n")
+    assert typed["samples"] == menu["samples"]
+    for a, b in zip(typed["probs"], menu["probs"]):
+        torch.testing.assert_close(a, b)
+    title = checkpoint_spec(typed, vocab.decode)["title"]
+    assert "\\n" not in title and title.endswith("\u21b5")  # the new line drawn as in the menu, not as a literal \n
+    with pytest.raises(ValueError, match="both 'SFT'"):
+        checkpoint_data(models, vocab.encode, vocab.decode, PROMPTS[0], **{**args, "against": "SFT"})
+
+
 def test_explorer_shows_errors_inline_and_recovers(setup):
     models, vocab = setup
     with pytest.raises(ValueError, match="at least two"):
@@ -110,9 +134,9 @@ def test_explorer_shows_errors_inline_and_recovers(setup):
     ex = checkpoint_explorer(models, vocab.encode, vocab.decode, PROMPTS, candidates=NAMES, max_new=4)
     assert ex.values()["checkpoint"] == "SFT" and ex.values()["against"] == "base" and ex.last_error is None
     before = ex.front.spec
-    assert ex.view.children == (ex.front,) and before["kind"] == "bar_grid"
+    assert ex.view.children == (ex.front,) and before["kind"] == "panels"
     ex.controls["checkpoint"].value = "DPO"
-    assert ex.last_error is None and ex.front.spec != before and ex.front.spec["table"]["header"] == ["DPO", "base"]
+    assert ex.last_error is None and ex.front.spec != before and _table(ex.front.spec)["header"] == ["DPO", "base"]
     shown = ex.front.spec
     ex.controls["custom"].value = "日本"
     assert "outside the vocabulary" in str(ex.last_error) and "outside the vocabulary" in ex.error.value
@@ -151,28 +175,30 @@ def test_spec_holds_the_computed_numbers(setup):
                 n_samples=2, max_new=5)
     data = checkpoint_data(models, vocab.encode, vocab.decode, **args)
     spec = checkpoint_spec(data, vocab.decode)
-    assert spec["kind"] == "bar_grid" and spec["columns"] == 2 and len(spec["panels"]) == 4
+    assert spec["kind"] == "panels" and spec["columns"] == 2 and len(spec["panels"]) == 5  # 4 charts + the table
     assert "SFT compared with base" in spec["title"] and "To be?" in spec["title"]
     ids = vocab.encode(PROMPTS[0])
+    assert spec["panels"][0]["type"] == "table"  # the samples first, next to the temperature and seed
+    charts = spec["panels"][1:]
     for j, name in enumerate(["SFT", "base"]):
         p = next_token_probs(models[name], ids)
         top = torch.topk(p, 10)
-        panel = spec["panels"][j]
-        assert panel["title"].startswith(name) and panel["orient"] == "v" and panel["vmax"] == 1.0
+        panel = charts[j]
+        assert panel["title"].startswith(name) and panel["type"] == "bars" and panel["vmax"] == 1.0
         assert panel["labels"] == [token_label(vocab.decode([i])) for i in top.indices.tolist()]
         torch.testing.assert_close(torch.tensor(panel["values"]), top.values, rtol=1e-3, atol=1e-6)
-        answers = spec["panels"][2 + j]
-        assert answers["orient"] == "h" and answers["labels"] == [n.strip() for n in NAMES]
+        answers = charts[2 + j]
+        assert answers["type"] == "hbars" and answers["labels"] == [n.strip() for n in NAMES]
         assert abs(sum(answers["values"]) - 1) < 1e-3
         torch.testing.assert_close(torch.tensor(answers["values"]),
                                    answer_probs(models[name], ids, [vocab.encode(n) for n in NAMES]), rtol=1e-3, atol=1e-6)
     samples = {n: [vocab.decode(s) for s in sample_answers(models[n], ids, 2, 0.7, 2, 5, vocab.encode("\n"))]
                for n in ("SFT", "base")}
-    assert spec["table"]["header"] == ["SFT", "base"]
-    assert spec["table"]["rows"] == [[repr(samples["SFT"][i]), repr(samples["base"][i])] for i in range(2)]
-    assert "temperature 0.7, seed 2" in spec["table"]["caption"]
+    assert _table(spec)["header"] == ["SFT", "base"]
+    assert _table(spec)["rows"] == [[repr(samples["SFT"][i]), repr(samples["base"][i])] for i in range(2)]
+    assert "temperature 0.7, seed 2" in _table(spec)["caption"]
     bare = checkpoint_spec(checkpoint_data(models, vocab.encode, vocab.decode, **{**args, "candidates": None}), vocab.decode)
-    assert len(bare["panels"]) == 2                     # no candidates: no whole-answer row
+    assert len(bare["panels"]) == 3                     # no candidates: no whole-answer row
 
 
 def test_explorer_reuses_what_it_computed(setup):
@@ -189,7 +215,7 @@ def test_explorer_reuses_what_it_computed(setup):
         calls.clear()
         ex.controls["temperature"].value = 1.5
         assert calls and all(shape[0] == 2 for _, shape in calls)  # sampling batches of n_samples only
-        assert "temperature 1.5" in ex.front.spec["table"]["caption"]
+        assert "temperature 1.5" in _table(ex.front.spec)["caption"]
         calls.clear()
         ex.controls["seed"].value = 7
         assert calls and all(shape[0] == 2 for _, shape in calls)
@@ -254,7 +280,7 @@ def test_candidates_can_depend_on_the_prompt(setup):
     torch.testing.assert_close(data["answer_p"][0], answer_probs(models["SFT"], vocab.encode(PROMPTS[1]),
                                                                  [vocab.encode(c) for c in data["candidates"]]))
     spec = checkpoint_spec(data, vocab.decode)
-    assert spec["panels"][2]["labels"] == ["O", "Romeo"]
+    assert spec["panels"][3]["labels"] == ["O", "Romeo"]  # after the table and the two next-token charts
     fig, _ = checkpoint_render(models, vocab.encode, vocab.decode, candidates=per_prompt, **args)
     assert len(fig.axes) == 4
     no_words = checkpoint_data(models, vocab.encode, vocab.decode, candidates=lambda text: [], **args)
@@ -262,6 +288,6 @@ def test_candidates_can_depend_on_the_prompt(setup):
     with pytest.raises(ValueError, match="candidates"):
         checkpoint_data(models, vocab.encode, vocab.decode, candidates=lambda text: [""], **args)
     ex = checkpoint_explorer(models, vocab.encode, vocab.decode, PROMPTS, candidates=per_prompt, max_new=3)
-    assert ex.last_error is None and ex.front.spec["panels"][2]["labels"] == ["To", "be"]
+    assert ex.last_error is None and ex.front.spec["panels"][3]["labels"] == ["To", "be"]
     ex.controls["prompt"].value = PROMPTS[1]
-    assert ex.last_error is None and ex.front.spec["panels"][2]["labels"] == ["O", "Romeo"]
+    assert ex.last_error is None and ex.front.spec["panels"][3]["labels"] == ["O", "Romeo"]

@@ -334,8 +334,10 @@ def attention_spec(attentions, tokens, query_tokens=None, layer_names: Optional[
     (H, Tq, Tk)), rounded to 4 significant digits, with readable token labels.
 
     >>> spec = attention_spec([torch.eye(2)[None]], ["a", " "])
-    >>> spec["kind"], spec["keys"], spec["causal_ok"], spec["weights"]
-    ('attention', ['a', '␣'], True, [[[[1.0, 0.0], [0.0, 1.0]]]])
+    >>> spec["kind"], spec["keys"], spec["causal_ok"], spec["weights"]   # the identity is causal already
+    ('attention', ['a', '␣'], False, [[[[1.0, 0.0], [0.0, 1.0]]]])
+    >>> attention_spec([torch.full((1, 2, 2), 0.5)], ["a", "b"])["causal_ok"]
+    True
     """
     atts = _validate_attentions(attentions, tokens, query_tokens)
     keys = [_visible(t) for t in _check_tokens(tokens, "tokens", atts[0].shape[2], "keys (columns)")]
@@ -351,8 +353,16 @@ def attention_spec(attentions, tokens, query_tokens=None, layer_names: Optional[
     A = torch.stack(atts).numpy()  # (L, H, Tq, Tk)
     if not np.isfinite(A).all() or (A < 0).any():
         raise ValueError("attentions must be finite and non-negative (they are attention probabilities)")
+    square = len(keys) == len(queries) and query_tokens is None
+    # a causal mask is offered for self-attention that is not causal already (a GPT's maps are)
     return {"kind": "attention", "title": title, "layer_names": names, "keys": keys, "queries": queries,
-            "weights": round_sig(A), "causal_ok": len(keys) == len(queries) and query_tokens is None}
+            "weights": round_sig(A), "causal_ok": square and not _is_causal(A)}
+
+
+def _is_causal(A: np.ndarray) -> bool:
+    """True when no query attends to a later key in any layer or head of ``A`` (L, H, T, T)."""
+    T = A.shape[-1]
+    return T > 1 and A.shape[-2] == T and float(A[..., np.triu_indices(T, 1)[0], np.triu_indices(T, 1)[1]].max()) == 0.0
 
 
 def attention_explorer(
@@ -387,7 +397,7 @@ def attention_explorer(
         if recompute is None:
             return attentions, tokens
         if not txt.strip():
-            raise ValueError("empty text: type a few words to see their attention")
+            raise ValueError("the text is empty: type an input to see its attention")
         if txt not in cache:
             if len(cache) > 32:
                 cache.clear()
@@ -412,6 +422,8 @@ def attention_explorer(
     if len(layer_names) != n_layers or len(set(layer_names)) != n_layers:
         raise ValueError(f"layer_names must be {n_layers} distinct names, got {layer_names}")
     square = query_tokens is None and first[0].shape[1] == first[0].shape[2]
+    if square and _is_causal(torch.stack([a.detach().cpu().double() for a in first]).numpy()):
+        square = False  # already causal (a GPT): a causal-mask switch would change nothing
 
     def render(layer: str, head: str, scale: float, causal: bool = False, text: Optional[str] = None) -> Figure:
         atts, toks = data_for(text)

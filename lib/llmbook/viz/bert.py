@@ -13,7 +13,7 @@
   dropdown that masks one of its words; ``predict(text) -> (tokens, predictions)`` is
   ``functools.partial(llmbook.bert.predict_masked, model, tokenizer)``. A sentence longer
   than the model's positions is cut by ``predict``; the picture says so. The picture is
-  drawn in the browser (``llmbook.viz.frontend``, view ``bar_grid``) from
+  drawn in the browser (``llmbook.viz.frontend``, a ``panels`` view) from
   ``masked_word_data`` (one ``predict`` per masked sentence, its top ``TOP_K_MAX`` pieces,
   kept in a small cache) packed by ``masked_word_spec``; the top-k slider is a browser
   control that shows the first k of them, so moving it never waits for the kernel.
@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
-from .frontend import FrontControl, FrontView, ResultMemo, bar_grid_spec, bar_panel
+from .frontend import FrontControl, FrontView, ResultMemo, bar_panel, panels_spec
 from .style import PALETTE
 from .widget import Explorer
 
@@ -51,14 +51,20 @@ FUNCTION_WORDS = frozenset(
 
 
 def word_choices(sentence: str) -> list[str]:
-    """Dropdown labels: ``NO_WORD`` then ``"i: word"`` for every whitespace-separated word.
+    """Dropdown labels: ``"i: word"`` for every whitespace-separated word (counted from 0),
+    after ``NO_WORD`` when the sentence has a [MASK] of its own (or no word to mask): the
+    option is offered only where it cannot end in "no [MASK]".
 
     >>> word_choices("to be or")
-    ['(none: I typed [MASK])', '0: to', '1: be', '2: or']
+    ['0: to', '1: be', '2: or']
+    >>> word_choices("to [MASK] or")[0] == NO_WORD
+    True
     """
     if not isinstance(sentence, str):
         raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
-    return [NO_WORD] + [f"{i}: {w}" for i, w in enumerate(sentence.split())]
+    words = [f"{i}: {w}" for i, w in enumerate(sentence.split())]
+    own = "[MASK]" in sentence or not any(w.strip(PUNCTUATION) for w in sentence.split())
+    return ([NO_WORD] if own else []) + words
 
 
 def mask_word(sentence: str, choice: str, mask_token: str = "[MASK]") -> str:
@@ -116,6 +122,11 @@ def default_word(sentence: str) -> str:
     return f"{i}: {w}"
 
 
+def _mask_title(pos: int) -> str:
+    # the menu counts words from 0; the model reads WordPiece pieces after [CLS]: say which count this is
+    return f"[MASK] at piece {pos} ([CLS] is piece 0)"
+
+
 def _clip(text: str, limit: int = 110) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -138,7 +149,7 @@ def masked_word_figure(tokens: Sequence[str], predictions, title: Optional[str] 
             ax.text(p, y, f" {p:.2f}", va="center", fontsize=9)
         ax.set_xlim(0, max(1e-3, max(probs)) * 1.3)
         ax.set_xlabel("probability")
-        ax.set_title(f"[MASK] at position {pos}")
+        ax.set_title(_mask_title(pos))
     fig.suptitle(_clip(title, 160) if title else _clip(" ".join(tokens)), fontsize=10)
 
     return fig
@@ -223,9 +234,9 @@ def masked_word_spec(data: dict) -> dict:
     pieces largest first, cut to the first k by the browser's top-k slider."""
     if not data["predictions"]:
         raise ValueError("predictions is empty: the input has no [MASK]")
-    panels = [bar_panel([c for c, _ in cands], [p for _, p in cands], f"[MASK] at position {pos}", "h", 0,
+    panels = [bar_panel([c for c, _ in cands], [p for _, p in cands], _mask_title(pos), "h", 0,
                         xlabel="probability", annotate=True) for pos, cands in data["predictions"]]
-    return bar_grid_spec(panels, title=_clip(data["title"], 160), columns=min(3, len(panels)),
+    return panels_spec(panels, title=_clip(data["title"], 160), columns=min(3, len(panels)),
                          top_k={"name": "top_k", "label": "top k", "min": 1, "max": TOP_K_MAX})
 
 

@@ -312,10 +312,12 @@ def bpe_spec(text: str = "", level: str = "characters", corpus: str = YOUR_TEXT)
         text = _corpus_text(corpus)
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    text = text[:MAX_TEXT]
+    full = len(text)
+    text = text[:MAX_TEXT]  # a longer text is cut, and the view says so (cut_from)
     trace = bpe_trace(text, level, 300)
     units, steps = merge_history(trace, text[:SHOWN_CHARS])
     return {"kind": "bpe", "title": "BPE merge explorer", "level": level, "n_base": trace.n_base,
+            **({"cut_from": full} if full > MAX_TEXT else {}),
             "n_chars": len(text), "shown_chars": min(len(text), SHOWN_CHARS), "units": units, "steps": steps,
             "pairs": _pair_labels(trace), "counts": list(trace.counts),
             "tokens_by_k": _tokens_by_k(trace, text)}
@@ -338,7 +340,8 @@ def bpe_explorer(text: str = "the car\nthe cat\nthe rat", merges: int = 3, level
         raise ValueError(f"merges must be an int in 0..max_merges={max_merges}, got {merges!r}")
     controls = {
         "corpus": widgets.Dropdown(options=list(CORPORA), value=corpus, description="corpus"),
-        "text": widgets.Textarea(value=text, description="text", continuous_update=False,
+        # applied as the reader types (a small text re-trains in well under a second)
+        "text": widgets.Textarea(value=text, description="text", continuous_update=True,
                                  layout=widgets.Layout(width="95%", height="5em")),
         "level": widgets.ToggleButtons(options=list(LEVELS), value=level, description="level"),
     }
@@ -347,7 +350,7 @@ def bpe_explorer(text: str = "the car\nthe cat\nthe rat", merges: int = 3, level
         # The text box is used only for "your text": say so instead of ignoring what is typed.
         own = controls["corpus"].value == YOUR_TEXT
         controls["text"].disabled = not own
-        controls["text"].description = "text" if own else "(corpus)"
+        controls["text"].placeholder = "" if own else 'pick "your text" as corpus to type here'
         controls["text"].tooltip = None if own else 'pick "your text" as corpus to train on this box'
 
     controls["corpus"].observe(sync_text_box, names="value")

@@ -42,8 +42,10 @@ def visible_char(c: str) -> str:
     return "".join(_VISIBLE.get(ch, ch) for ch in c)
 
 
-def next_char_bar(chars: Sequence[str], probs: Sequence[float] | torch.Tensor, title: str = "", top: int = 20) -> Figure:
-    """Bar chart of the ``top`` most likely next characters, most likely first."""
+def next_char_bar(chars: Sequence[str], probs: Sequence[float] | torch.Tensor, title: str = "", top: int = 20,
+                  ymax: float | None = None) -> Figure:
+    """Bar chart of the ``top`` most likely next characters, most likely first (``ymax``: the
+    top of the probability axis; by default just above the tallest bar)."""
     probs = torch.as_tensor(probs, dtype=torch.float64).flatten()
     if len(chars) != probs.numel():
         raise ValueError(f"chars and probs must have the same length, got {len(chars)} and {probs.numel()}")
@@ -58,7 +60,7 @@ def next_char_bar(chars: Sequence[str], probs: Sequence[float] | torch.Tensor, t
     ax.set_xticks(range(k), labels, fontsize=12)
     ax.set_xlabel(XLABEL)
     ax.set_ylabel("probability")
-    ax.set_ylim(0, max(0.05, float(values[0]) * 1.15))
+    ax.set_ylim(0, ymax if ymax is not None else max(0.05, float(values[0]) * 1.15))
     ax.set_title(title, loc="left")
     ax.text(0.99, 0.95, note, transform=ax.transAxes, ha="right", va="top", fontsize=9, color="0.35")
     return fig
@@ -81,10 +83,18 @@ def render_next_char(model: CharNGramLM, prompt: str, temperature: float = 1.0, 
     """
     _check_model_prompt(model, prompt)
     chars, probs = model.prob_next(prompt, temperature=temperature)
-    return next_char_bar(chars, probs, title=_title(model, prompt, temperature), top=top)
+    return next_char_bar(chars, probs, title=_title(model, prompt, temperature, probs), top=top,
+                         ymax=_ymax(model, prompt, probs))
 
 
-def _title(model: CharNGramLM, prompt: str, temperature: float) -> str:
+def _ymax(model: CharNGramLM, prompt: str, probs: torch.Tensor) -> float:
+    """The probability axis: at least as tall as the T = 1 distribution's top bar, so that a
+    temperature above 1 shows its bars shrinking (flatter), not an axis that shrinks with them."""
+    _, p1 = model.prob_next(prompt, temperature=1.0)
+    return max(0.05, float(torch.as_tensor(probs).max()), float(p1.max())) * 1.15
+
+
+def _title(model: CharNGramLM, prompt: str, temperature: float, probs: torch.Tensor | None = None) -> str:
     history = prompt[-(model.order - 1) :] if model.order > 1 else ""
     shown = ("…" if len(prompt) > 30 else "") + visible_char(prompt[-30:])
     temp = "" if math.isclose(temperature, 1.0) else f", T = {temperature:g}"
@@ -92,7 +102,13 @@ def _title(model: CharNGramLM, prompt: str, temperature: float) -> str:
         context = f"order-{model.order} model: only \u201c{visible_char(history)}\u201d matters"
     else:
         context = "order-1 (unigram) model: the prompt does not matter"
-    return f"p(next | \u201c{shown}\u201d){temp}\n{context}"
+    title = f"p(next | \u201c{shown}\u201d){temp}\n{context}"
+    p = torch.as_tensor(probs, dtype=torch.float64) if probs is not None else None
+    if model.order > 1 and p is not None and float(p.max() - p.min()) < 1e-12:
+        # every character known, but this history never seen: add-alpha smoothing alone speaks
+        title += (f"\n\u201c{visible_char(history)}\u201d never occurs in the training text: no counts, "
+                  "so every character is equally likely")
+    return title
 
 
 def _top(chars: Sequence[str], probs: torch.Tensor, top: int) -> tuple[list[str], torch.Tensor, str]:
@@ -115,8 +131,8 @@ def next_char_spec(model: CharNGramLM, prompt: str, temperature: float = 1.0, to
     chars, probs = model.prob_next(prompt, temperature=temperature)
     labels, values, note = _top(chars, torch.as_tensor(probs, dtype=torch.float64).flatten(), top)
     return {"kind": "panels", "panels": [{
-        "type": "bars", "title": _title(model, prompt, temperature), "title_left": True, "labels": labels,
-        "values": round_sig(values), "colors": [PALETTE[0]] * len(labels), "ymax": max(0.05, float(values[0]) * 1.15),
+        "type": "bars", "title": _title(model, prompt, temperature, probs), "title_left": True, "labels": labels,
+        "values": round_sig(values), "colors": [PALETTE[0]] * len(labels), "ymax": _ymax(model, prompt, probs),
         "xlabel": XLABEL, "ylabel": "probability", "note": note, "label_size": 12,
     }]}
 
@@ -126,11 +142,12 @@ def next_char_explorer(model: CharNGramLM, prompt: str = "ROMEO:\nO", temperatur
     if not isinstance(model, CharNGramLM):
         raise TypeError(f"model must be a CharNGramLM, got {type(model).__name__}")
     controls = {
-        # A text area, so that a prompt can hold newlines ("ROMEO:" then a new line).
+        # A text area, so that a prompt can hold newlines ("ROMEO:" then a new line); applied
+        # as the reader types (an n-gram look-up takes milliseconds).
         "prompt": widgets.Textarea(
             value=prompt,
             description="prompt",
-            continuous_update=False,
+            continuous_update=True,
             layout=widgets.Layout(width="60%", height="4em"),
         ),
         "temperature": widgets.FloatSlider(

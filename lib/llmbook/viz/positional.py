@@ -105,8 +105,21 @@ def positional_data(d_model: int = 64, base: float = 10000.0, positions: int = 1
             ks_ok = ks[p + ks < positions]
             curves.append((f"from p={p}", ks_ok, (pe[p] * pe[p + ks_ok]).sum(-1), False))
         sim = {"title": "PE(p) . PE(p + k) vs distance", "xlabel": "distance k", "ylabel": "dot product"}
-    return {"table": table, "name": name, "similarity": {**sim, "curves": curves},
+    return {"table": table, "name": name, "similarity": {**sim, "curves": curves, "note": _coincide_note(curves, rope)},
             "title": f"base = {float(base):g}, {positions} positions"}
+
+
+def _coincide_note(curves: list, rope: bool) -> str:
+    """A line saying the curves lie on top of each other, when they do (checked, not assumed):
+    otherwise a reader sees one colour and a legend of several."""
+    ref = {int(k): float(v) for k, v in zip(curves[0][1].tolist(), curves[0][2].tolist())}
+    scale = max(1e-12, max(abs(v) for v in ref.values()))
+    for _, ks, values, _ in curves[1:]:
+        for k, v in zip(ks.tolist(), values.tolist()):
+            if int(k) in ref and abs(float(v) - ref[int(k)]) > 1e-6 * scale:
+                return ""
+    what = "the score depends on m - n only" if rope else "the product depends on k only"
+    return f"the {len(curves)} curves coincide: {what}"
 
 
 def positional_spec(d_model: int = 64, base: float = 10000.0, positions: int = 100, rope: bool = False) -> dict:
@@ -116,7 +129,8 @@ def positional_spec(d_model: int = 64, base: float = 10000.0, positions: int = 1
     series = [{"label": lab, "x": [int(v) for v in x.tolist()], "y": round_sig(y), "marker": bool(mk)}
               for lab, x, y, mk in sim["curves"]]
     return {"kind": "positional", "title": d["title"], "table_title": d["name"], "table": round_sig(d["table"]),
-            "similarity": {"title": sim["title"], "xlabel": sim["xlabel"], "ylabel": sim["ylabel"], "series": series}}
+            "similarity": {"title": sim["title"], "xlabel": sim["xlabel"], "ylabel": sim["ylabel"], "series": series,
+                           "note": sim["note"]}}
 
 
 def positional_figure(d_model: int = 64, base: float = 10000.0, positions: int = 100, dims: str | list[int] = "0, 4, 16",
@@ -143,13 +157,18 @@ def positional_figure(d_model: int = 64, base: float = 10000.0, positions: int =
     for dim in chosen:
         axes[1].plot(pos, table[:, dim], label=f"dim {dim}")
     axes[1].set(title="chosen dimensions as waves", xlabel="position", ylabel="value", ylim=(-1.15, 1.15))
-    axes[1].legend(loc="lower right", fontsize=8)
+    # legends below the axes, never over the curves
+    axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=8)
 
     sim = d["similarity"]
-    for label, ks, values, marker in sim["curves"]:
-        axes[2].plot(ks, values, marker="." if marker else None, label=label)
-    axes[2].set(title=sim["title"], xlabel=sim["xlabel"], ylabel=sim["ylabel"])
-    axes[2].legend(fontsize=8)
+    n = len(sim["curves"])
+    for k, (label, ks, values, marker) in enumerate(sim["curves"]):
+        # thick to thin when they coincide, so every colour stays visible
+        width = 1.5 + (2.2 * (n - 1 - k) if sim["note"] else 0)
+        axes[2].plot(ks, values, marker="." if marker else None, label=label, linewidth=width)
+    axes[2].set(title=sim["title"] + (f"\n{sim['note']}" if sim["note"] else ""), xlabel=sim["xlabel"], ylabel=sim["ylabel"])
+    axes[2].title.set_fontsize(10)
+    axes[2].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=8)
     fig.suptitle(d["title"])
     return fig
 

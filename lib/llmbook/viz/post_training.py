@@ -7,7 +7,7 @@ of each whole candidate answer (normalised over the candidates; optional), and a
 sampled from each with the same seed. The candidates are fixed, or a function of the prompt
 (chapter 9's candidates are the words of the line a question asks about). ``checkpoint_explorer`` wires a prompt menu, a free
 prompt box, the two checkpoint selectors, a temperature slider and a seed to it, and draws
-in the browser (``llmbook.viz.frontend``, view ``bar_grid``): ``checkpoint_data`` computes
+in the browser (``llmbook.viz.frontend``, a ``panels`` view): ``checkpoint_data`` computes
 the numbers once, ``checkpoint_spec`` packs them, ``checkpoint_render`` draws the same with
 matplotlib (the static picture). The explorer keeps what it computed in a small cache: the
 next-token and whole-answer distributions per (prompt, checkpoint), the samples per (prompt,
@@ -37,12 +37,12 @@ from matplotlib.figure import Figure
 from ..kv_cache import KVCache
 from ..post_training import pad_batch, sequence_logprobs, sft_example
 from ..sampling import sample_next
-from .frontend import FrontView, ResultMemo, bar_grid_spec, bar_panel
+from .frontend import FrontView, ResultMemo, bar_panel, panels_spec
 from .sampling import token_label
 from .style import PALETTE
 from .widget import Explorer
 
-__all__ = ["next_token_probs", "answer_probs", "sample_answers", "comparison_figure", "checkpoint_data",
+__all__ = ["next_token_probs", "answer_probs", "sample_answers", "comparison_figure", "format_typed", "checkpoint_data",
            "checkpoint_spec", "checkpoint_render", "checkpoint_explorer"]
 
 TOP_N = 10  # next tokens shown per checkpoint
@@ -207,10 +207,27 @@ def comparison_figure(probs: Sequence, labels: Sequence[str], names: Sequence[st
     return fig
 
 
+def format_typed(text: str, prompts: Sequence[str]) -> str:
+    r"""A typed question formatted as the menu's prompts are: the ending every menu prompt shares
+    (the new line that ends a question, say, which a one-line text box cannot hold) is added
+    when the typed text lacks it, and spaces around the question are dropped.
+
+    >>> format_typed("Who says: Put out the light? ", ["Who says: Et tu, Brute?\n", "Who says: I am not what I am?\n"])
+    'Who says: Put out the light?\n'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    ends = [p[len(p.rstrip()):] for p in prompts]  # the whitespace each menu prompt ends with
+    end = ends[0] if ends and all(e == ends[0] for e in ends) else ""
+    core = text.strip() if end else text
+    return core + end if core and not core.endswith(end) else core
+
+
 def checkpoint_data(models: Mapping[str, torch.nn.Module], encode: Callable[[str], list[int]],
                     decode: Callable[[list[int]], str], prompt: str, checkpoint: str, against: str,
                     temperature: float, seed: int, custom: str = "", candidates: Candidates = None,
-                    n_samples: int = 3, max_new: int = 16, stop: str = "\n", cache: ResultMemo | None = None) -> dict:
+                    n_samples: int = 3, max_new: int = 16, stop: str = "\n", cache: ResultMemo | None = None,
+                    prompts: Sequence[str] = ()) -> dict:
     """What the comparer shows, computed once: for ``names = [checkpoint, against]``, the
     next-token distributions ``probs`` (one (V,) vector each), the whole-answer distributions
     ``answer_p`` (None without candidates) and the decoded ``samples`` (``n_samples`` each).
@@ -218,7 +235,9 @@ def checkpoint_data(models: Mapping[str, torch.nn.Module], encode: Callable[[str
     ``candidates`` is a list of answers, a function ``prompt text -> list of answers`` (called
     with the prompt shown; an empty list means no whole-answer row for that prompt), or None.
 
-    ``custom``, when not blank, replaces ``prompt``. ``temperature = 0`` samples greedily.
+    ``custom``, when not blank, replaces ``prompt``, formatted as the menu's ``prompts`` are
+    (``format_typed``): a typed question gets the new line the menu's questions end with, so
+    the models read it as they read those. ``temperature = 0`` samples greedily.
     With a ``cache``, a distribution already computed for (prompt, checkpoint) and samples
     already drawn for (prompt, checkpoint, temperature, seed) are reused, not recomputed.
     Raises ValueError naming the problem: an unknown checkpoint, an empty prompt, text the
@@ -227,7 +246,9 @@ def checkpoint_data(models: Mapping[str, torch.nn.Module], encode: Callable[[str
     for key, name in (("checkpoint", checkpoint), ("against", against)):
         if name not in models:
             raise ValueError(f"{key} must be one of {list(models)}, got {reprlib.repr(name)}")
-    text = custom if custom and custom.strip() else prompt
+    if checkpoint == against:
+        raise ValueError(f"checkpoint and against are both {checkpoint!r}: pick another checkpoint to compare with")
+    text = format_typed(custom, prompts) if custom and custom.strip() else prompt
     if not isinstance(text, str) or not text:
         raise ValueError("prompt is empty: pick or type a prompt")
     ids = encode(text)  # a tokenizer's ValueError (e.g. characters outside the vocabulary) reaches the reader
@@ -271,29 +292,35 @@ def checkpoint_spec(data: dict, decode: Callable[[list[int]], str], top_n: int =
         top = torch.topk(p.detach().float().cpu(), min(top_n, p.numel()))
         labels = [token_label(decode([int(i)])) for i in top.indices.tolist()]
         panels.append(bar_panel(labels, top.values.tolist(), f"{name}: next token after the prompt", "v", j % len(PALETTE),
-                                ylabel="probability" if j == 0 else "", vmax=1.0))
+                                ylabel="probability" if j == 0 else "", vmax=1.0, height=110, width=260))
     if data["answer_p"] is not None:
         answers = [token_label(s.strip()) for s in data["candidates"]]
         for j, (name, a) in enumerate(zip(names, data["answer_p"])):
             panels.append(bar_panel(answers, _vec(a).tolist(), f"{name}: whole answers", "h", j % len(PALETTE),
-                                    xlabel="probability among the candidates", vmax=1.0))
+                                    xlabel="probability among the candidates", vmax=1.0, width=260))
     n = len(data["samples"][0])
     rows = [[repr(data["samples"][j][i]) for j in range(len(names))] for i in range(n)]
     table = {"caption": f"{n} sampled answers ({data['how']}):", "header": names, "rows": rows}
-    title = f"{names[0]} compared with {names[1]}, prompt {_clip(repr(data['text']), 80)}"
-    return bar_grid_spec(panels, title=title, columns=len(names), table=table)
+    # the prompt as the reader sees it in the menu: its closing new line drawn as ↵, not as a literal \n
+    shown = _clip(data["text"].rstrip("\n").replace("\n", "\u21b5"), 80)
+    title = f"{names[0]} compared with {names[1]}, prompt \u201c{shown}\u201d"
+    if data["text"].endswith("\n"):
+        title += " + \u21b5"
+    # the samples first: temperature and seed change only them, so they sit next to those controls
+    return panels_spec(panels, title=title, columns=len(names), table=table, table_first=True)
 
 
 def checkpoint_render(models: Mapping[str, torch.nn.Module], encode: Callable[[str], list[int]],
                       decode: Callable[[list[int]], str], prompt: str, checkpoint: str, against: str,
                       temperature: float, seed: int, custom: str = "", candidates: Candidates = None,
-                      n_samples: int = 3, max_new: int = 16, stop: str = "\n", cache: ResultMemo | None = None) -> list:
+                      n_samples: int = 3, max_new: int = 16, stop: str = "\n", cache: ResultMemo | None = None,
+                      prompts: Sequence[str] = ()) -> list:
     """Figure (next-token and whole-answer distributions of two checkpoints) and an HTML table of sampled answers.
 
     The arguments and errors are those of :func:`checkpoint_data`.
     """
     data = checkpoint_data(models, encode, decode, prompt, checkpoint, against, temperature, seed, custom, candidates,
-                           n_samples, max_new, stop, cache)
+                           n_samples, max_new, stop, cache, prompts)
     names, text = data["names"], data["text"]
     labels = _Labels(decode, len(data["probs"][0]))
     fig = comparison_figure(data["probs"], labels, names, data["answer_p"], data["candidates"])  # last: no figure left open on an error
@@ -328,20 +355,21 @@ def checkpoint_explorer(models: Mapping[str, torch.nn.Module], encode: Callable[
         if name not in models:
             raise ValueError(f"{key} must be one of {names}, got {reprlib.repr(name)}")
     wide = {"description_width": "110px"}
+    buttons = {"description_width": "110px", "button_width": "72px"}
     controls = {
         "prompt": widgets.Dropdown(options=[(p.strip(), p) for p in prompts], value=prompts[0], description="prompt",
-                                   style=wide, layout=widgets.Layout(width="640px")),
+                                   style=wide, layout=widgets.Layout(width="640px", max_width="100%")),
         "custom": widgets.Text(value="", description="or type one", placeholder="(empty: use the menu)", style=wide,
-                               continuous_update=False, layout=widgets.Layout(width="640px")),
-        "checkpoint": widgets.ToggleButtons(options=names, value=checkpoint, description="checkpoint", style=wide),
-        "against": widgets.ToggleButtons(options=names, value=against, description="compared with", style=wide),
+                               continuous_update=False, layout=widgets.Layout(width="640px", max_width="100%")),
+        "checkpoint": widgets.ToggleButtons(options=names, value=checkpoint, description="checkpoint", style=buttons),
+        "against": widgets.ToggleButtons(options=names, value=against, description="compared with", style=buttons),
         "temperature": widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, description="temperature",
                                            style=wide, continuous_update=False),
         "seed": widgets.IntText(value=seed, description="seed", style=wide),
     }
 
     cache = ResultMemo(size=64)
-    fixed = dict(candidates=candidates, n_samples=n_samples, max_new=max_new, stop=stop, cache=cache)
+    fixed = dict(candidates=candidates, n_samples=n_samples, max_new=max_new, stop=stop, cache=cache, prompts=list(prompts))
 
     def render(**values):
         return checkpoint_render(models, encode, decode, **fixed, **values)

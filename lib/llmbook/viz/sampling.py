@@ -128,22 +128,29 @@ class SamplingMemo:
 
 
 def sampling_data(cache: SamplingMemo, prompt: str, temperature: float, top_k: int, top_p: float, seed: int) -> dict:
-    """The numbers both views draw: next-token ``probs`` (at ``temperature``; at 1 when
-    greedy), the ``kept`` mask of the filters, the token ``labels`` and the sampled ``text``.
+    """The numbers both views draw: next-token ``probs`` (at ``temperature``; greedy, T = 0,
+    is the limit T -> 0: all mass on the most likely token), the ``kept`` mask of the filters,
+    the token ``labels``, the sampled ``text`` and ``p1``, the distribution at T = 1 (the
+    charts' probability axis is at least as tall as its top bar, so T > 1 shows flatter bars).
 
     ``top_k=0`` and ``top_p=1`` switch those filters off. Raises ValueError on an empty
     prompt, characters outside the vocabulary, or bad sampling values.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an int, got {reprlib.repr(seed)}")
+    if not 0 <= seed < 2**63:  # torch.Generator takes a 64-bit seed
+        raise ValueError(f"seed must be between 0 and 2**63 - 1, got {reprlib.repr(seed)}")
     k = None if top_k in (0, None) else int(top_k)
     p = None if top_p is None or top_p >= 1.0 else float(top_p)
     logits = cache.logits(prompt)
     kept = kept_mask(logits, temperature, k, p)  # validates temperature, top_k, top_p
-    shown_t = temperature if temperature > 0 else 1.0
-    probs = torch.softmax(logits / shown_t, dim=-1)
+    p1 = torch.softmax(logits, dim=-1)
+    if temperature > 0:
+        probs = torch.softmax(logits / temperature, dim=-1)
+    else:  # greedy: what T -> 0 tends to, so T = 0 continues the picture of small T
+        probs = torch.zeros_like(p1).scatter(-1, logits.argmax(-1, keepdim=True), 1.0)
     text = cache.continuation(prompt, temperature, k, p, seed)
-    return {"probs": probs, "kept": kept, "labels": cache.labels, "text": text, "top_k": k, "top_p": p}
+    return {"probs": probs, "kept": kept, "labels": cache.labels, "text": text, "top_k": k, "top_p": p, "p1": p1}
 
 
 def _settings(temperature: float, top_k: int | None, top_p: float | None, seed: int) -> str:
@@ -164,6 +171,10 @@ def sampling_spec(cache: SamplingMemo, prompt: str, temperature: float, top_k: i
     d = sampling_data(cache, prompt, temperature, top_k, top_p, seed)
     probs, kept = d["probs"], d["kept"]
     order = torch.argsort(-probs, stable=True)[:top_n].tolist()
+    n_kept = int(kept.sum())
+    # with more tokens kept than bars drawn, every bar is blue: say where the cut falls
+    where = (f"; all {len(order)} shown are kept, the cut falls after token {n_kept}" if n_kept > len(order)
+             else "; blue = kept by the filters, grey = removed")
     return {
         "kind": "panels",
         "title": _settings(temperature, d["top_k"], d["top_p"], seed),
@@ -172,8 +183,8 @@ def sampling_spec(cache: SamplingMemo, prompt: str, temperature: float, top_k: i
              "labels": [token_label(d["labels"][i]) for i in order],
              "values": round_sig(probs[order].double()),
              "colors": [PALETTE[0] if bool(kept[i]) else FILTERED for i in order],
-             "ylabel": "probability",
-             "xlabel": f"next token (top {len(order)}; blue = kept by the filters, grey = removed)",
+             "ylabel": "probability", "ymax": 1.05 * max(float(probs.max()), float(d["p1"].max())),
+             "xlabel": f"next token (top {len(order)}{where})",
              "label_size": 12},
             {"type": "text", "title": f"a sample of {cache.n_new} characters (prompt in bold)",
              "segments": [{"text": prompt, "bold": True}, {"text": d["text"]}]},
@@ -227,7 +238,9 @@ def sampling_explorer(model, vocab, prompt: str = "ROMEO:\nO, ", temperature: fl
     def spec(**values):
         return sampling_spec(cache, **values)
 
-    explorer = Explorer(render, controls, title="Sampling explorer: temperature, top-k, top-p",
+    # the prompt box applies when the reader leaves it (each new prompt runs the model), which the title says
+    explorer = Explorer(render, controls, title="Sampling explorer: temperature, top-k, top-p (a new prompt applies "
+                                                "when you click outside its box)",
                         front=FrontView(), spec=spec)
     explorer.cache = cache
     return explorer

@@ -7,8 +7,10 @@ controls to it:
 
 - every change of a control re-renders the view (a busy sign shows meanwhile);
 - an exception raised by ``render`` (bad input) is shown in red inside the widget (cut
-  to ``MAX_ERROR`` characters), the last picture stays but is greyed out and marked out
-  of date, and the kernel keeps running;
+  to ``MAX_ERROR`` characters), the last picture stays but is greyed out, with a note (not
+  greyed) saying it is out of date, and the kernel keeps running;
+- colours come from JupyterLab's theme variables (light and dark themes), and sliders get
+  a track long enough to set a value by dragging;
 - ``show_static()`` draws the default view as an ordinary output, so a reader without
   a kernel (GitHub, nbviewer) still sees the picture; a saved widget output carries a
   one-line text description instead of the raw ``VBox(...)`` repr.
@@ -89,11 +91,17 @@ def short_message(exc: BaseException, limit: int = MAX_ERROR) -> str:
     return msg if len(msg) <= limit else msg[: limit - 1] + "\u2026"
 
 
+# A stale Python-drawn picture is greyed out; a browser-drawn one (.llmbook-frontview) greys its own
+# picture and keeps its "out of date" note readable, so the view around it is not faded again.
 _STYLE = (
-    "<style>.llmbook-stale{opacity:.3;filter:grayscale(1)}"
-    ".llmbook-busy{color:#555;font-style:italic;font-size:12px;min-height:1.2em}</style>"
+    "<style>.llmbook-stale > :not(.llmbook-frontview){opacity:.35;filter:grayscale(1)}"
+    ".llmbook-busy{color:var(--jp-ui-font-color2,#595959);font-style:italic;font-size:12px;min-height:1.2em}"
+    ".llmbook-stale-note{color:var(--jp-ui-font-color1,#1f1f1f);font-size:13px}</style>"
 )
 _BUSY = "\u23f3 updating\u2026"
+_STALE_NOTE = "\u26a0 This picture is out of date: fix the error above to redraw it."
+_SLIDERS = (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider, widgets.IntRangeSlider, widgets.FloatRangeSlider)
+SLIDER_WIDTH = "480px"  # ipywidgets' default track is ~150 px: a small drag would jump far
 
 
 class Explorer:
@@ -142,17 +150,25 @@ class Explorer:
         for name, control in self.py_controls.items():
             control.add_class(f"llmbook-ctl-{name}")
             control.observe(self._on_change, names="value")
+            if isinstance(control, _SLIDERS) and not control.layout.width:
+                control.layout.width = SLIDER_WIDTH
+                control.layout.max_width = "100%"
+        if front is not None:
+            front.add_class("llmbook-frontview")
         self.title = title
         self.summary = summary
         self.error = widgets.HTML(value="")
         self.error.add_class("llmbook-error")
         self.busy = widgets.HTML(value="")
         self.busy.add_class("llmbook-busy")
+        # the out-of-date note of a Python-drawn picture (a browser-drawn one shows its own)
+        self.stale_note = widgets.HTML(value="")
+        self.stale_note.add_class("llmbook-stale-note")
         self.view = widgets.VBox([])
         self.view.add_class("llmbook-view")
         header = [widgets.HTML(f"<b>{html.escape(title)}</b>")] if title else []
         self.box = widgets.VBox([widgets.HTML(_STYLE)] + header
-                                + [widgets.VBox(list(self.py_controls.values())), self.error, self.busy, self.view])
+                                + [widgets.VBox(list(self.py_controls.values())), self.error, self.stale_note, self.busy, self.view])
         self.box.add_class("llmbook-explorer")
         self.last_error: Exception | None = None
         self.refresh()
@@ -172,6 +188,8 @@ class Explorer:
             self.view.remove_class("llmbook-stale")
         if self.front is not None:
             self.front.stale = stale
+        else:
+            self.stale_note.value = _STALE_NOTE if stale else ""
 
     def refresh(self) -> None:
         """Re-render the view from the current control values; show errors inline."""
@@ -185,7 +203,7 @@ class Explorer:
         except Exception as exc:  # shown to the reader; the kernel must survive bad input
             self.last_error = exc
             self.error.value = (
-                '<div style="color:#b00020;border-left:3px solid #b00020;padding:2px 8px">'
+                '<div style="color:var(--jp-error-color1,#b00020);border-left:3px solid var(--jp-error-color1,#b00020);padding:2px 8px">'
                 f"<b>{html.escape(type(exc).__name__)}</b>: {html.escape(short_message(exc))}</div>"
             )
             # Keep the last picture for comparison, greyed out: its title no longer matches the controls.

@@ -16,8 +16,11 @@ chose; moving them never waits for the kernel.
 - ``round_sig(array)``: nested lists rounded to a few significant digits (JSON-able).
 - ``bars_spec(labels, frames)``: a bar chart per frame (a distribution per step, say),
   the frame chosen in the browser with the ``step`` slider, on one value axis.
-- ``bar_panel(labels, values, ...)``, ``bar_grid_spec(panels, ...)``: a grid of bar charts
-  (vertical or horizontal), optionally cut to the top k bars by a browser slider, and a table of text.
+- ``bar_panel(labels, values, ...)``, ``panels_spec(panels, ...)``: a ``panels`` view, small charts
+  (vertical or horizontal bars, points) and text side by side in rows of ``columns``, optionally
+  cut to the top k bars by a browser slider, and a table of text.
+- ``cjk_subset(chars)``: the book's CJK font cut down to ``chars`` (base64), which ``FrontView``
+  sends with a picture that holds Chinese, so the browser draws it without a CJK font of its own.
 - ``ResultMemo``: a small least-recently-used store, so an explorer computes the data for one
   input once (a model's forward pass per prompt, say) and reuses it when the reader comes back.
 - ``RENDER_JS``: the module's source, also inlined by ``scripts/build_html.py``.
@@ -28,7 +31,11 @@ pictures and the fallback; see ``Explorer.show_static``).
 
 from __future__ import annotations
 
+import base64
+import functools
+import io
 import math
+import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Hashable, Optional, Sequence
@@ -37,10 +44,11 @@ import anywidget
 import numpy as np
 import traitlets
 
-__all__ = ["FrontView", "FrontControl", "round_sig", "bars_spec", "bar_panel", "bar_grid_spec", "ResultMemo", "RENDER_JS", "KINDS"]
+__all__ = ["FrontView", "FrontControl", "round_sig", "bars_spec", "bar_panel", "panels_spec", "cjk_subset", "ResultMemo",
+           "RENDER_JS", "KINDS"]
 
 RENDER_JS = (Path(__file__).parent / "render.js").read_text(encoding="utf-8")
-KINDS = ("attention", "model_view", "positional", "bpe", "bars", "panels", "bar_grid")
+KINDS = ("attention", "model_view", "positional", "bpe", "bars", "panels")
 
 
 def round_sig(values, digits: int = 4) -> list:
@@ -102,13 +110,17 @@ def bars_spec(labels: Sequence[str], frames: Sequence[Sequence[float]], frame_la
 
 
 def bar_panel(labels: Sequence[str], values: Sequence[float], title: str = "", orient: str = "v", color: int = 0,
-              xlabel: str = "", ylabel: str = "", vmax: Optional[float] = None, annotate: bool = False) -> dict:
-    """One chart of a ``bar_grid`` view: a bar per label, ``orient`` "v" (labels below) or "h"
-    (labels at the left, the first on top); ``vmax`` fixes the value axis (else the largest
-    value shown sets it); ``annotate`` writes each value after its bar.
+              xlabel: str = "", ylabel: str = "", vmax: Optional[float] = None, annotate: bool = False,
+              height: Optional[int] = None, width: int = 300) -> dict:
+    """One bar chart of a ``panels`` view: a bar per label, ``orient`` "v" (a ``bars`` panel,
+    labels below) or "h" (an ``hbars`` panel, labels at the left, the first on top); ``vmax``
+    fixes the value axis (else the largest value shown sets it); ``annotate`` writes each value
+    by its bar; ``height`` (px) of the plot area of a "v" panel; ``width`` (px) of the plot area
+    (the panel takes less in a narrow window).
 
-    >>> bar_panel(["a", "b"], [0.75, 0.25], "p", vmax=1)["values"]
-    [0.75, 0.25]
+    >>> p = bar_panel(["a", "b"], [0.75, 0.25], "p", vmax=1)
+    >>> p["type"], p["values"]
+    ('bars', [0.75, 0.25])
     """
     labels = [str(x) for x in labels]
     if not labels:
@@ -122,8 +134,15 @@ def bar_panel(labels: Sequence[str], values: Sequence[float], title: str = "", o
         raise ValueError(f"orient must be 'v' or 'h', got {orient!r}")
     if isinstance(color, bool) or not isinstance(color, int) or color < 0:
         raise ValueError(f"color must be a palette index (int >= 0), got {color!r}")
-    panel = {"title": str(title), "labels": labels, "values": vals, "orient": orient, "color": color,
-             "xlabel": str(xlabel), "ylabel": str(ylabel), "annotate": bool(annotate)}
+    panel = {"type": "bars" if orient == "v" else "hbars", "title": str(title), "labels": labels, "values": vals,
+             "color": color, "xlabel": str(xlabel), "ylabel": str(ylabel), "annotate": bool(annotate)}
+    if height is not None:
+        if isinstance(height, bool) or not isinstance(height, int) or height < 40:
+            raise ValueError(f"height must be an int >= 40 (px), got {height!r}")
+        panel["height"] = height
+    if isinstance(width, bool) or not isinstance(width, int) or width < 80:
+        raise ValueError(f"width must be an int >= 80 (px), got {width!r}")
+    panel["width"] = width
     if vmax is not None:
         if not (isinstance(vmax, (int, float)) and math.isfinite(vmax) and vmax > 0):
             raise ValueError(f"vmax must be a positive number, got {vmax!r}")
@@ -131,23 +150,28 @@ def bar_panel(labels: Sequence[str], values: Sequence[float], title: str = "", o
     return panel
 
 
-def bar_grid_spec(panels: Sequence[dict], title: str = "", columns: int = 2, top_k: Optional[dict] = None,
-                  table: Optional[dict] = None) -> dict:
-    """The browser view's data for a grid of bar charts (``bar_panel`` dicts, ``columns`` per row).
+def panels_spec(panels: Sequence[dict], title: str = "", columns: int = 2, top_k: Optional[dict] = None,
+                table: Optional[dict] = None, table_first: bool = False) -> dict:
+    """The browser view's data for a ``panels`` view: ``panels`` (``bar_panel`` dicts or other
+    panel dicts, see render.js) in rows of ``columns`` (a narrow window wraps a row).
 
     ``top_k`` (``{"name", "label", "min", "max"}``): a slider drawn in the browser (trait
-    ``step``) that keeps the first k bars of every panel, so the panels must list their bars
-    largest first. ``table`` (``{"caption", "header", "rows"}``): text shown below the charts.
+    ``step``) that keeps the first k bars of every bar panel, so the panels must list their bars
+    largest first. ``table`` (``{"caption", "header", "rows"}``): text shown below the charts (above
+    them with ``table_first``, next to the controls that change it).
 
-    >>> bar_grid_spec([bar_panel(["a"], [1.0])], title="t")["kind"]
-    'bar_grid'
+    >>> spec = panels_spec([bar_panel(["a"], [1.0])], title="t")
+    >>> spec["kind"], [p["type"] for p in spec["panels"]]
+    ('panels', ['bars'])
     """
     panels = list(panels)
     if not panels:
-        raise ValueError("panels must hold at least one bar_panel")
+        raise ValueError("panels must hold at least one panel")
+    if not all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in panels):
+        raise ValueError("every panel must be a dict with a 'type' (a bar_panel, say)")
     if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
         raise ValueError(f"columns must be an int >= 1, got {columns!r}")
-    spec = {"kind": "bar_grid", "title": str(title), "columns": columns, "panels": panels}
+    spec = {"kind": "panels", "title": str(title), "columns": columns, "panels": panels}
     if top_k is not None:
         lo, hi = top_k.get("min", 1), top_k.get("max")
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi)) or not 1 <= lo <= hi:
@@ -158,8 +182,54 @@ def bar_grid_spec(panels: Sequence[dict], title: str = "", columns: int = 2, top
         rows = [[str(c) for c in row] for row in table.get("rows", [])]
         if not header or any(len(r) != len(header) for r in rows):
             raise ValueError(f"table needs a header and rows of {len(header)} cells each")
-        spec["table"] = {"caption": str(table.get("caption", "")), "header": header, "rows": rows}
+        block = {"type": "table", "caption": str(table.get("caption", "")), "header": header, "rows": rows}
+        spec["panels"] = [block] + panels if table_first else panels + [block]
     return spec
+
+
+_CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")  # CJK, Kana, Hangul, full-width forms
+
+
+def _cjk_chars(spec, found: set) -> set:
+    """The CJK characters in the strings of ``spec`` (lists of numbers are skipped whole)."""
+    if isinstance(spec, str):
+        found.update(_CJK.findall(spec))
+    elif isinstance(spec, dict):
+        for v in spec.values():
+            _cjk_chars(v, found)
+    elif isinstance(spec, (list, tuple)) and spec and not isinstance(spec[0], (int, float)):
+        for v in spec:
+            _cjk_chars(v, found)
+    return found
+
+
+@functools.lru_cache(maxsize=32)
+def cjk_subset(chars: str) -> str:
+    """The book's CJK font (Noto Sans CJK SC, from ``mplfonts``) cut down to ``chars``, as base64
+    OpenType; "" when the font is not installed or ``chars`` is empty.
+
+    The browser draws a picture's Chinese with it (``@font-face`` from these bytes), so a
+    machine without a CJK font shows characters, not boxes. A few hundred characters are
+    tens of kilobytes; the whole font would be 16 MB.
+    """
+    if not isinstance(chars, str):
+        raise TypeError(f"chars must be a str, got {type(chars).__name__}")
+    from ..style import cjk_font_path
+
+    path = cjk_font_path()
+    if not chars or path is None:
+        return ""
+    from fontTools import subset
+
+    opts = subset.Options()
+    opts.layout_features, opts.name_IDs, opts.hinting, opts.desubroutinize = [], [], False, True
+    font = subset.load_font(path, opts, lazy=True)
+    sub = subset.Subsetter(opts)
+    sub.populate(text=chars)
+    sub.subset(font)
+    buf = io.BytesIO()
+    font.save(buf)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 class ResultMemo:
@@ -206,6 +276,13 @@ class FrontView(anywidget.AnyWidget):
     dims = traitlets.Unicode("").tag(sync=True)
     step = traitlets.Int(0).tag(sync=True)
     stale = traitlets.Bool(False).tag(sync=True)  # True while the explorer shows an error
+    cjk_font = traitlets.Unicode("").tag(sync=True)  # cjk_subset of the picture's Chinese, if it has any
+
+    @traitlets.observe("spec")
+    def _send_cjk_font(self, change) -> None:
+        chars = "".join(sorted(_cjk_chars(change["new"], set())))
+        if chars:
+            self.cjk_font = cjk_subset(chars)
 
     @traitlets.validate("spec")
     def _check_spec(self, proposal):
