@@ -294,7 +294,7 @@ def padding_mask(lengths, T: int, device: Optional[torch.device | str] = None) -
         if (lengths_t < 0).any() or (lengths_t > T).any():
             raise ValueError(f"every length must lie in [0, T={T}], got {lengths_t.tolist()}")
     else:
-        check_index_range("lengths", lengths_t, T + 1, what="sequence lengths")
+        check_index_range("lengths", lengths_t, T + 1, what="sequence lengths", any_int=True)
     if device is not None:
         lengths_t = lengths_t.to(device)
     return torch.arange(T, device=lengths_t.device)[None, :] < lengths_t[:, None]  # (B, T)

@@ -176,6 +176,8 @@ def length_penalty(length: int, alpha: float) -> float:
     >>> length_penalty(1, 0.6), round(length_penalty(7, 1.0), 3)
     (1.0, 2.0)
     """
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
+        raise ValueError(f"alpha must be a finite number (GNMT's length penalty), got {alpha!r}")
     return ((5.0 + length) / 6.0) ** alpha
 
 

@@ -122,10 +122,12 @@ def values_checkable(t: torch.Tensor) -> bool:
 
 
 def check_index_range(name: str, t: torch.Tensor, high: int, low: int = 0, ignore_index: int | None = None,
-                      what: str = "token ids") -> None:
+                      what: str = "token ids", any_int: bool = False) -> None:
     """Check that every value of the integer tensor ``t`` lies in ``[low, high)`` (or equals ``ignore_index``).
 
     The one token-id check of every model (GPT, BERT, LLaMA, MoE) and of targets and labels.
+    Token ids must be int64 or int32 (narrower integers have wrapped upstream: 300 as uint8
+    is 44); ``any_int=True`` lets masks and segment ids be any integer dtype.
     On the CPU it raises ``ValueError`` naming ``name`` and the offending range; on CUDA it
     queues an asynchronous device assert (no host sync); on other devices, on ``meta`` and
     under ``torch.compile`` tracing it checks nothing.
@@ -138,6 +140,11 @@ def check_index_range(name: str, t: torch.Tensor, high: int, low: int = 0, ignor
     """
     if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
         raise TypeError(f"{name} must be an integer tensor of {what}, got dtype {t.dtype}")
+    if not any_int and t.dtype not in (torch.int64, torch.int32):
+        # uint8/int8/int16 ids have already wrapped around or been cut to their range upstream
+        # (300 as uint8 is 44), and nn.Embedding and cross_entropy do not take them all
+        raise TypeError(f"{name} must be an int64 (torch.long) or int32 tensor of {what}, got dtype {t.dtype}; "
+                        f"build it with dtype=torch.long")
     if t.numel() == 0 or torch.compiler.is_compiling():
         return
     if t.device.type == "cpu":

@@ -84,18 +84,37 @@ class KVCache:
         Returns the keys and values of positions 0..length+T-1, each (B, G, S, hd). Does not
         advance ``length``: the model does that once every layer has appended.
         """
+        self._check_fits(layer, k, v)
         B, T = k.shape[0], k.shape[2]
         end = self.length + T
         if end > self.max_len:
             raise ValueError(f"KV cache full: the cache holds {self.max_len} positions; "
                              f"{self.length} filled + {T} new is too many")
-        if B > self.shape[0]:
-            raise ValueError(f"k has batch size {B} but the cache was made for {self.shape[0]}")
         if not self.k:
             self.allocate(k.device, k.dtype)
+        elif k.device != self.k[0].device:
+            raise ValueError(f"k is on {k.device} but the cache's buffers are on {self.k[0].device}")
         self.k[layer][:B, :, self.length:end] = k
         self.v[layer][:B, :, self.length:end] = v
         return self.k[layer][:B, :, :end], self.v[layer][:B, :, :end]
+
+    def _check_fits(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
+        """A cache built for another batch size or another model is refused, naming what differs."""
+        B, G, _, hd = self.shape
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < self.n_layer:
+            raise ValueError(f"layer must be an int in [0, {self.n_layer}): this cache was built for a model with "
+                             f"{self.n_layer} layers, got layer={layer!r}")
+        for name, t in (("k", k), ("v", v)):
+            if not isinstance(t, torch.Tensor) or t.dim() != 4:
+                raise ValueError(f"{name} must be a (batch, kv_heads, T, head_dim) tensor, got {getattr(t, 'shape', type(t))}")
+        if k.shape[0] != B:
+            raise ValueError(f"k has batch size {k.shape[0]} but the cache was made for batch_size={B}: "
+                             "build one KVCache per batch (another batch's rows would be mixed in)")
+        if k.shape[1] != G or k.shape[3] != hd:
+            raise ValueError(f"k has {k.shape[1]} heads of size {k.shape[3]} but the cache was made for {G} of size {hd}: "
+                             "it belongs to another model's config")
+        if v.shape[:3] != k.shape[:3] or v.shape[3] != hd:
+            raise ValueError(f"v of shape {tuple(v.shape)} does not match k of shape {tuple(k.shape)}")
 
     def truncate(self, n: int) -> None:
         """Keep positions 0..n-1 only (the next append writes at position n)."""

@@ -87,8 +87,8 @@ class LayerNorm(nn.Module):
     def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True):
         super().__init__()
         self.d_model = _check_positive_int("d_model", d_model)
-        if not isinstance(eps, (int, float)) or isinstance(eps, bool) or eps < 0:
-            raise ValueError(f"eps must be a non-negative float, got {eps!r}")
+        if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not 0 <= eps < float("inf"):
+            raise ValueError(f"eps must be a non-negative float, got {eps!r}")  # NaN and inf too
         self.eps = float(eps)
         # Initialised to the identity transform: scale 1, shift 0.
         self.weight = nn.Parameter(torch.ones(d_model))

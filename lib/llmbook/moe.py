@@ -199,8 +199,9 @@ class MoEGPT(GPT):
 
     def __init__(self, config: GPTConfig, n_experts: int, k: int, expert_d_ff: Optional[int] = None,
                  aux_loss_weight: float = 0.01, moe_every: int = 1, normalize_gates: bool = True):
-        if not isinstance(aux_loss_weight, (int, float)) or isinstance(aux_loss_weight, bool) or aux_loss_weight < 0:
-            raise ValueError(f"aux_loss_weight must be a number >= 0, got {aux_loss_weight!r}")
+        if (not isinstance(aux_loss_weight, (int, float)) or isinstance(aux_loss_weight, bool)
+                or not 0 <= aux_loss_weight < float("inf")):  # NaN fails every comparison
+            raise ValueError(f"aux_loss_weight must be a finite number >= 0, got {aux_loss_weight!r}")
         _check_int("moe_every", moe_every)
         super().__init__(config)
         self.n_experts, self.k, self.aux_loss_weight = n_experts, k, float(aux_loss_weight)

@@ -156,6 +156,8 @@ class LearnedPositionalEmbedding(nn.Module):
         if not 0.0 <= float(dropout) < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.dropout = nn.Dropout(float(dropout))
+        if isinstance(init_std, bool) or not isinstance(init_std, (int, float)) or not 0 <= init_std < float("inf"):
+            raise ValueError(f"init_std must be a finite number >= 0, got {init_std!r}")
         self.weight = nn.Parameter(torch.randn(max_len, d_model) * init_std)  # (max_len, D)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

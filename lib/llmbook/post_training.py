@@ -43,11 +43,22 @@ def _check_ids(name: str, ids: object, allow_empty: bool = False) -> list[int]:
         if ids.dim() != 1:
             raise ValueError(f"{name} must be a 1-D sequence of token ids, got shape {tuple(ids.shape)}")
         ids = ids.tolist()
-    if not isinstance(ids, (list, tuple)) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+    if not isinstance(ids, (list, tuple)):
         raise TypeError(f"{name} must be a list of int token ids, got {type(ids).__name__}")
+    for bad in ids:
+        if isinstance(bad, int) and not isinstance(bad, bool):
+            continue
+        raise TypeError(f"{name} must be a list of int token ids, got a {type(bad).__name__} ({bad!r}) in it")
     if not ids and not allow_empty:
         raise ValueError(f"{name} is empty")
     return list(ids)
+
+
+def _check_labels(name: str, labels: torch.Tensor, vocab_size: int) -> None:
+    """Labels are token ids (int64/int32) in [0, vocab_size) or IGNORE_INDEX: a float or uint8 tensor is refused."""
+    from llmbook.device import check_index_range
+
+    check_index_range(name, labels, vocab_size, ignore_index=IGNORE_INDEX)
 
 
 def sft_example(prompt_ids: Sequence[int], answer_ids: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -139,6 +150,8 @@ def pad_batch(examples: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id: i
         raise ValueError(f"pad_id must be a non-negative int, got {pad_id!r}")
     T = 0
     for i, (ids, labels) in enumerate(examples):
+        ids, labels = (_check_ids(f"examples[{i}] input_ids", ids, allow_empty=True),
+                       _check_ids(f"examples[{i}] labels", labels, allow_empty=True))
         if len(ids) != len(labels):
             raise ValueError(f"examples[{i}]: input_ids ({len(ids)}) and labels ({len(labels)}) differ in length")
         T = max(T, len(ids))
@@ -190,6 +203,7 @@ def causal_lm_loss(logits: torch.Tensor, labels: torch.Tensor, reduction: str = 
     if reduction not in ("mean", "sum"):
         raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
     V = logits.shape[-1]
+    _check_labels("labels", labels, V)
     return F.cross_entropy(logits[:, :-1].reshape(-1, V).float(), labels[:, 1:].reshape(-1),
                            ignore_index=IGNORE_INDEX, reduction=reduction)
 
@@ -199,6 +213,7 @@ def sequence_logprobs(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tenso
     if logits.dim() != 3 or labels.shape != logits.shape[:2]:
         raise ValueError(f"logits must be (B, T, V) and labels (B, T); got logits {tuple(logits.shape)} "
                          f"and labels {tuple(labels.shape)}")
+    _check_labels("labels", labels, logits.shape[-1])
     targets = labels[:, 1:]                                          # (B, T-1)
     keep = targets != IGNORE_INDEX
     logp = logits[:, :-1].float().log_softmax(-1)                   # (B, T-1, V)
@@ -259,6 +274,7 @@ def token_kl(policy_logits: torch.Tensor, ref_logits: torch.Tensor, labels: torc
     if policy_logits.shape != ref_logits.shape or policy_logits.dim() != 3 or labels.shape != policy_logits.shape[:2]:
         raise ValueError(f"policy_logits and ref_logits must both be (B, T, V) and labels (B, T); got "
                          f"{tuple(policy_logits.shape)}, {tuple(ref_logits.shape)}, {tuple(labels.shape)}")
+    _check_labels("labels", labels, policy_logits.shape[-1])
     keep = labels[:, 1:] != IGNORE_INDEX                            # (B, T-1): positions that predict an answer token
     lp = policy_logits[:, :-1].float().log_softmax(-1)
     lq = ref_logits[:, :-1].float().log_softmax(-1)
@@ -374,6 +390,9 @@ def dpo_train(policy: torch.nn.Module, reference: torch.nn.Module,
     for name, v in (("steps", steps), ("batch_size", batch_size)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    for name, v in (("lr", lr), ("beta", beta)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
     params = [p for p in policy.parameters() if p.requires_grad]
     if not params:
         raise ValueError("policy has no parameter that requires grad")

@@ -376,6 +376,8 @@ def lm_states(model, ids: torch.Tensor, stride: Optional[int] = None, batch_size
     ``stride`` (default half the context); every position 0..len(ids)-2 appears once, in order."""
     if not isinstance(ids, torch.Tensor) or ids.dim() != 1:
         raise ValueError(f"ids must be a 1-D tensor of token ids, got shape {tuple(getattr(ids, 'shape', ()))}")
+    if ids.dtype not in (torch.int64, torch.int32):  # `.long()` below would truncate floats silently
+        raise TypeError(f"ids must be an int64 (torch.long) or int32 tensor of token ids, got dtype {ids.dtype}")
     block = model.config.block_size
     stride = block // 2 if stride is None else stride
     if len(ids) <= block:

@@ -145,6 +145,9 @@ def power_law(params: float | Sequence[float], a: float, alpha: float, c: float 
     >>> power_law(100.0, 2.0, 0.5)
     0.2
     """
+    for name, v in (("a", a), ("alpha", alpha), ("c", c)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not math.isfinite(v):
+            raise ValueError(f"{name} must be a finite number, got {v!r}")
     if not a > 0:
         raise ValueError(f"a must be > 0, got {a}")
     n = _positive_array("params", np.atleast_1d(params))
