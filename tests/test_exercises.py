@@ -653,3 +653,39 @@ def test_07b_t5_lengths_reader_formula_matches_span_corruption():
     for L, r, mu in [(100, 0.15, 3.0), (512, 0.15, 3.0), (37, 0.3, 2.0)]:
         inp, tgt = span_corruption(torch.arange(L), list(range(L, 2 * L + 1)), r, mu)
         assert (len(inp), len(tgt)) == _t5_lengths(L, r, mu)
+
+
+# ---------------------------------------------------------------- chapter 03b (FlashAttention)
+def _merge(m_a, l_a, m_b, l_b):
+    m = max(m_a, m_b)
+    return m, l_a * math.exp(m_a - m) + l_b * math.exp(m_b - m)
+
+
+def _block_step(m, l, acc, s, v):
+    m_new = torch.maximum(m, s.amax(-1, keepdim=True))
+    rescale, p = torch.exp(m - m_new), torch.exp(s - m_new)
+    return m_new, l * rescale + p.sum(-1, keepdim=True), acc * rescale + p @ v
+
+
+SOLUTIONS.update({
+    "03b.1": _merge,
+    "03b.2": _block_step,
+    "03b.3": {"tiled_autograd": 4, "flash": 2},
+})
+WRONG.update({
+    "03b.1": [lambda m_a, l_a, m_b, l_b: (max(m_a, m_b), l_a + l_b),
+              lambda m_a, l_a, m_b, l_b: (max(m_a, m_b), l_a * math.exp(max(m_a, m_b) - m_a) + l_b * math.exp(max(m_a, m_b) - m_b))],
+    "03b.2": [lambda m, l, acc, s, v: (_block_step(m, l, acc, s, v)[:2] + (acc + torch.exp(s - _block_step(m, l, acc, s, v)[0]) @ v,)),
+              lambda m, l, acc, s, v: (*_block_step(m, l, acc, s, v)[:2], _block_step(m, l, acc, s, v)[2] / _block_step(m, l, acc, s, v)[1])],
+    "03b.3": [{"tiled_autograd": 2, "flash": 2}, {"tiled_autograd": 4, "flash": 4}],
+})
+
+
+def test_03b_block_steps_give_attention():
+    # the reference step, run over every key block, gives softmax(s) v
+    g = torch.Generator().manual_seed(0)
+    s, v = torch.randn(5, 12, generator=g, dtype=torch.float64) * 3, torch.randn(12, 3, generator=g, dtype=torch.float64)
+    m, l, acc = torch.full((5, 1), -math.inf, dtype=torch.float64), torch.zeros(5, 1, dtype=torch.float64), torch.zeros(5, 3, dtype=torch.float64)
+    for j in range(0, 12, 5):
+        m, l, acc = _block_step(m, l, acc, s[:, j:j + 5], v[j:j + 5])
+    torch.testing.assert_close(acc / l, torch.softmax(s, -1) @ v, rtol=1e-12, atol=1e-12)
