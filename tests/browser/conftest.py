@@ -78,7 +78,7 @@ def _free_port() -> int:
 class JupyterServer:
     """A JupyterLab server in a private set of config/runtime/workspace folders."""
 
-    def __init__(self) -> None:
+    def __init__(self, theme: str | None = None) -> None:
         self.port = _free_port()
         self.tmp = tempfile.mkdtemp(prefix="llmbook-lab-")
         env = dict(os.environ)
@@ -96,6 +96,7 @@ class JupyterServer:
         for plugin, body in (
             ("@jupyterlab/docmanager-extension/plugin.jupyterlab-settings", '{"autosave": false}'),
             ("@jupyterlab/apputils-extension/notification.jupyterlab-settings", '{"fetchNews": "false"}'),
+            *([("@jupyterlab/apputils-extension/themes.jupyterlab-settings", '{"theme": "%s"}' % theme)] if theme else []),
         ):
             target = settings / plugin
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -383,9 +384,15 @@ class Lab:
         return self.page.locator(".llmbook-view").nth(index).inner_html()
 
     def view_is_stale(self, index: int = 0) -> bool:
-        """True while the view is greyed out after an error (its picture no longer matches the controls)."""
+        """True while the view is greyed out after an error (its picture no longer matches the controls):
+        a browser-drawn picture greys itself and shows its out-of-date note; a Python-drawn one is
+        greyed by the view."""
         return self.page.locator(".llmbook-view").nth(index).evaluate(
-            "v => v.classList.contains('llmbook-stale') && parseFloat(getComputedStyle(v).opacity) < 1")
+            """v => { const pic = v.querySelector('.llmbook-front-picture');
+                      if (pic) { const note = v.querySelector('.llmbook-front-stale');
+                                 return parseFloat(getComputedStyle(pic).opacity) < 1 && getComputedStyle(note).display !== 'none'; }
+                      const kid = v.firstElementChild;
+                      return v.classList.contains('llmbook-stale') && !!kid && parseFloat(getComputedStyle(kid).opacity) < 1; }""")
 
     def error_text(self, index: int = 0) -> str:
         return self.page.locator(".llmbook-error").nth(index).inner_text()
@@ -436,9 +443,8 @@ def _font_env(folder: Path) -> dict:
     return env
 
 
-@pytest.fixture
-def lab(browser, request):
-    server = JupyterServer()
+def _lab(browser, request, theme=None):
+    server = JupyterServer(theme=theme)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(60_000)
@@ -455,6 +461,17 @@ def lab(browser, request):
                 pass
         context.close()
         server.stop()
+
+
+@pytest.fixture
+def lab(browser, request):
+    yield from _lab(browser, request)
+
+
+@pytest.fixture
+def dark_lab(browser, request):
+    """``lab`` with JupyterLab's dark theme ("JupyterLab Dark") set in the private settings."""
+    yield from _lab(browser, request, theme="JupyterLab Dark")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -173,8 +173,12 @@ def sampling_spec(cache: SamplingMemo, prompt: str, temperature: float, top_k: i
     order = torch.argsort(-probs, stable=True)[:top_n].tolist()
     n_kept = int(kept.sum())
     # with more tokens kept than bars drawn, every bar is blue: say where the cut falls
-    where = (f"; all {len(order)} shown are kept, the cut falls after token {n_kept}" if n_kept > len(order)
-             else "; blue = kept by the filters, grey = removed")
+    if n_kept == len(probs):
+        where = "; every token is kept: no filter is on"
+    elif n_kept > len(order):
+        where = f"; all {len(order)} shown are kept: the filters keep the {n_kept} most likely"
+    else:
+        where = "; blue = kept by the filters, grey = removed"
     return {
         "kind": "panels",
         "title": _settings(temperature, d["top_k"], d["top_p"], seed),
