@@ -50,7 +50,7 @@ def test_probe_rejects_negative_weight_decay():
 
 def test_committed_result_records_its_protocol():
     data = json.loads((ROOT / "data" / "results" / "ch07_finetune_ablation.json").read_text())
-    assert data["meta"]["command"].startswith("OMP_NUM_THREADS=1 python scripts/bert_finetune_ablation.py")
+    assert data["meta"]["command"].startswith("OMP_NUM_THREADS=1 ") and "python scripts/bert_finetune_ablation.py" in data["meta"]["command"]
     assert len(data["seeds"]) >= 3
     for name in ("MiniLM frozen [CLS] + linear head", "MiniLM frozen mean-pooled + linear head"):
         row = data["rows"][name]
@@ -63,6 +63,12 @@ def test_committed_result_records_its_protocol():
     assert len(ft["test_acc"]) == len(data["seeds"]) and len(ft["test_correct"]) == len(data["seeds"])
     for acc, bits in zip(ft["test_acc"], ft["test_correct"]):
         assert len(bits) == data["n_test"] and bits.count("1") / len(bits) == acc
+    if len(data.get("learning_rates", [])) > 1:  # the fine-tuning learning rate, like the probes' decay, from validation
+        by_lr = ft["val_acc_by_lr"]
+        assert set(by_lr) == {repr(lr) for lr in data["learning_rates"]}
+        assert all(len(v) == len(data["seeds"]) for v in by_lr.values())
+        assert ft["lr"] == data["lr"] == max(data["learning_rates"], key=lambda lr: (sum(by_lr[repr(lr)]), lr))
+        assert ft["val_acc"] == by_lr[repr(data["lr"])]
 
 
 def test_standardise_uses_the_training_rows_only():
