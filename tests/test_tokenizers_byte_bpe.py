@@ -221,3 +221,45 @@ def test_tie_break_is_smallest_left_then_right_id():
     assert tok.merges[0] == ((ord("a"), ord("b")), 2)
     tok = ByteBPETokenizer.train("ac ab", 257, pattern=r"\S+")  # equal left byte: the smaller right wins
     assert tok.merges[0] == ((ord("a"), ord("b")), 1)
+
+
+def _naive_largest_bytes(text: str, n: int, pattern: str) -> list[bytes]:
+    """Recount every pair after every merge; ties to the lexicographically greatest (left, right) bytes."""
+    import regex
+
+    words = [[bytes([b]) for b in w.encode()] for w in regex.findall(pattern, text)]
+    out = []
+    for _ in range(n):
+        counts: dict = {}
+        for w in words:
+            for p in zip(w, w[1:]):
+                counts[p] = counts.get(p, 0) + 1
+        if not counts:
+            break
+        best = max(counts, key=lambda p: (counts[p], p))
+        out.append(best[0] + best[1])
+        new = []
+        for w in words:
+            m, i = [], 0
+            while i < len(w):
+                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
+                    m.append(w[i] + w[i + 1])
+                    i += 2
+                else:
+                    m.append(w[i])
+                    i += 1
+            new.append(m)
+        words = new
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tie_break_option_largest_bytes_equals_a_naive_trainer(seed):
+    text = _corpus(10 + seed, 1500)
+    tok = ByteBPETokenizer.train(text, 300, tie_break="largest_bytes")
+    assert [tok.vocab[a] + tok.vocab[b] for (a, b), _ in tok.merges] == _naive_largest_bytes(text, 44, GPT2_SPLIT_PATTERN)
+    default = ByteBPETokenizer.train(text, 300)
+    assert default.merges != tok.merges  # the rule matters on this text (many ties)
+    assert ByteBPETokenizer.train("cab cab", 257, pattern=r"\S+", tie_break="largest_bytes").merges[0][0] == (ord("c"), ord("a"))
+    with pytest.raises(ValueError, match="tie_break must be 'smallest_id' or 'largest_bytes'"):
+        ByteBPETokenizer.train(text, 300, tie_break="random")

@@ -128,27 +128,62 @@ def count_pairs(words: Iterable[tuple[Sequence[int], int]]) -> Counter:
     return counts
 
 
+class _Largest:
+    """A heap key that pops the largest value first (heapq pops the smallest)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+
+    def __lt__(self, other: "_Largest") -> bool:
+        return self.key > other.key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Largest) and self.key == other.key
+
+
+TIE_BREAKS = ("smallest_id", "largest_symbols")
+
+
 def train_merges(
     words: "dict[tuple[int, ...], int] | Iterable[tuple[Sequence[int], int]]",
     num_merges: int,
     first_id: int,
     progress: "bool | None" = None,
     desc: str = "BPE merges",
+    tie_break: str = "smallest_id",
+    symbols: "Sequence[str | bytes] | None" = None,
 ) -> list[tuple[Pair, int]]:
     """Learn up to ``num_merges`` merges; merge ``k`` creates the id ``first_id + k``.
 
     ``words``: distinct pre-tokens as symbol-id sequences with their frequencies.
     Returns ``[((left, right), count), ...]`` in merge order; fewer than ``num_merges``
-    if every word has become a single symbol. Tie-break: highest count, then smallest
-    left id, then smallest right id.
+    if every word has become a single symbol. Tie-break (``tie_break``), among pairs of
+    equal count: ``"smallest_id"`` (the default) the smallest left id, then the smallest
+    right id; ``"largest_symbols"`` the pair whose (left, right) strings are
+    lexicographically greatest, which needs ``symbols``, the string (or bytes) of every id
+    below ``first_id`` (merged symbols are their concatenations).
 
     >>> train_merges({(0, 1, 2): 3, (3, 4, 5): 1}, 2, first_id=6)
     [((0, 1), 3), ((6, 2), 3)]
+    >>> train_merges({(0, 1, 2): 3}, 1, first_id=3, tie_break="largest_symbols", symbols="abc")
+    [((1, 2), 3)]
     """
     if isinstance(num_merges, bool) or not isinstance(num_merges, int) or num_merges < 0:
         raise ValueError(f"num_merges must be an int >= 0, got {num_merges!r}")
     if isinstance(first_id, bool) or not isinstance(first_id, int) or first_id < 0:
         raise ValueError(f"first_id must be an int >= 0, got {first_id!r}")
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+    sym: "list | None" = None
+    if tie_break == "largest_symbols":
+        if symbols is None or len(symbols) < first_id:
+            raise ValueError(f"tie_break='largest_symbols' needs symbols, the string of each of the {first_id} first ids")
+        sym = list(symbols[:first_id])
+
+    def entry(count: int, a: int, b: int) -> tuple:
+        return (-count, a, b) if sym is None else (-count, _Largest((sym[a], sym[b])), a, b)
     items = list(words.items()) if isinstance(words, dict) else [(tuple(s), f) for s, f in words]
     seqs: list[list[int]] = [list(s) for s, _ in items]
     freqs: list[int] = [f for _, f in items]
@@ -160,7 +195,7 @@ def train_merges(
         for pair in zip(seq, seq[1:]):
             counts[pair] += f
             where[pair].add(wi)
-    heap = [(-c, a, b) for (a, b), c in counts.items()]
+    heap = [entry(c, a, b) for (a, b), c in counts.items()]
     heapq.heapify(heap)
 
     if progress is None:
@@ -174,14 +209,17 @@ def train_merges(
     merges: list[tuple[Pair, int]] = []
     new_id = first_id
     while len(merges) < num_merges and heap:
-        neg, a, b = heapq.heappop(heap)
+        top = heapq.heappop(heap)
+        neg, a, b = top[0], top[-2], top[-1]
         current = counts.get((a, b), 0)
         if current != -neg:
             if current > 0:  # stale: the count fell since this entry was pushed
-                heapq.heappush(heap, (-current, a, b))
+                heapq.heappush(heap, entry(current, a, b))
             continue
         pair = (a, b)
         merges.append((pair, current))
+        if sym is not None:
+            sym.append(sym[a] + sym[b])  # the string of new_id
         delta: dict[Pair, int] = defaultdict(int)
         for wi in where.pop(pair, ()):
             seq = seqs[wi]
@@ -210,7 +248,7 @@ def train_merges(
             if after > 0:
                 counts[p] = after
                 if before == 0:  # a new pair (it contains new_id): give it a heap entry
-                    heapq.heappush(heap, (-after, p[0], p[1]))
+                    heapq.heappush(heap, entry(after, p[0], p[1]))
             else:
                 counts.pop(p, None)
         counts.pop(pair, None)

@@ -265,6 +265,7 @@ class ByteBPETokenizer(Tokenizer):
         pattern: str = GPT2_SPLIT_PATTERN,
         special_tokens: "Sequence[str] | None" = None,
         progress: "bool | None" = None,
+        tie_break: str = "smallest_id",
     ) -> "ByteBPETokenizer":
         """Learn ``vocab_size - 256 - len(special_tokens)`` merges on the bytes of ``text``.
 
@@ -280,7 +281,11 @@ class ByteBPETokenizer(Tokenizer):
         the rule of :func:`llmbook.tokenizers.bpe.train_merges` (minbpe's choice among equal
         counts depends on dict order; Hugging Face ``tokenizers`` and Sennrich's script break
         ties otherwise, so their merge lists can differ from this one where counts tie).
+        ``tie_break="largest_bytes"`` takes instead, among equal counts, the pair whose
+        (left bytes, right bytes) is lexicographically greatest.
         """
+        if tie_break not in ("smallest_id", "largest_bytes"):
+            raise ValueError(f"tie_break must be 'smallest_id' or 'largest_bytes', got {tie_break!r}")
         check_training_text(text)
         utf8_bytes(text)  # a lone surrogate -> a clear error
         specials = special_token_list(special_tokens)
@@ -292,7 +297,9 @@ class ByteBPETokenizer(Tokenizer):
             parts = cut.split(text)
         pieces = Counter(p for part in parts for p in split_keep_gaps(split, part))
         words = {tuple(p.encode("utf-8")): f for p, f in pieces.items()}
-        merges = train_merges(words, vocab_size - 256 - len(specials), first_id=256, progress=progress, desc="byte-level BPE")
+        rule = {"smallest_id": {}, "largest_bytes": {"tie_break": "largest_symbols", "symbols": [bytes([b]) for b in range(256)]}}
+        merges = train_merges(words, vocab_size - 256 - len(specials), first_id=256, progress=progress, desc="byte-level BPE",
+                              **rule[tie_break])
         vocab = [bytes([b]) for b in range(256)]
         for (a, b), _ in merges:
             vocab.append(vocab[a] + vocab[b])
