@@ -15,15 +15,10 @@ from llmbook.tokenizers import BPETokenizer, ByteBPETokenizer, Tokenizer
 from llmbook.tokenizers.bpe import CHAR_SPLIT_PATTERN, merge_pair, train_merges
 
 
-def naive_bpe(text: str, num_merges: int) -> list[tuple[tuple[str, str], int]]:
-    """Textbook BPE: recount every pair over every word after every merge.
-
-    Tie-break as the library: highest count, then the pair whose left symbol was seen
-    first, then whose right symbol was seen first (characters numbered by first
-    appearance, each merged symbol numbered after all earlier ones).
-    """
-    order = {c: k for k, c in enumerate(dict.fromkeys(text))}
-    words = [list(w) for w in regex.findall(CHAR_SPLIT_PATTERN, text)]
+def naive_merges(words: list[list], num_merges: int, rank, on_merge=None) -> list[tuple[tuple, int]]:
+    """Textbook BPE on lists of symbols (str or bytes): recount every pair over every word
+    after every merge; the pair with the highest ``(count, rank(pair))`` is merged, and
+    ``on_merge(new_symbol)`` is called after each merge."""
     merges = []
     for _ in range(num_merges):
         counts: dict = {}
@@ -32,10 +27,11 @@ def naive_bpe(text: str, num_merges: int) -> list[tuple[tuple[str, str], int]]:
                 counts[p] = counts.get(p, 0) + 1
         if not counts:
             break
-        best = max(counts, key=lambda p: (counts[p], -order[p[0]], -order[p[1]]))
+        best = max(counts, key=lambda p: (counts[p], rank(p)))
         merges.append((best, counts[best]))
         new = best[0] + best[1]
-        order.setdefault(new, len(order))  # a string made twice keeps its first number
+        if on_merge is not None:
+            on_merge(new)
         for k, w in enumerate(words):
             out, i = [], 0
             while i < len(w):
@@ -47,6 +43,16 @@ def naive_bpe(text: str, num_merges: int) -> list[tuple[tuple[str, str], int]]:
                     i += 1
             words[k] = out
     return merges
+
+
+def naive_bpe(text: str, num_merges: int) -> list[tuple[tuple[str, str], int]]:
+    """Textbook BPE with the library's tie-break: highest count, then the pair whose left
+    symbol was seen first, then whose right symbol was seen first (characters numbered by
+    first appearance, each merged symbol numbered after all earlier ones)."""
+    order = {c: k for k, c in enumerate(dict.fromkeys(text))}
+    return naive_merges([list(w) for w in regex.findall(CHAR_SPLIT_PATTERN, text)], num_merges,
+                        rank=lambda p: (-order[p[0]], -order[p[1]]),
+                        on_merge=lambda new: order.setdefault(new, len(order)))  # a string made twice keeps its first number
 
 
 @functools.lru_cache(maxsize=None)
@@ -186,6 +192,24 @@ def small_byte_bpe() -> ByteBPETokenizer:
 @given(st.text())
 def test_roundtrip_any_string_trained(s):
     assert small_byte_bpe().decode(small_byte_bpe().encode(s)) == s
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tie_break_option_largest_bytes_equals_a_naive_trainer(seed):
+    """ByteBPETokenizer.train(tie_break="largest_bytes"): among equal counts, the greatest (left, right) bytes."""
+    import random
+
+    rng = random.Random(seed)
+    text = "".join(rng.choice(["ab", "ba", " a", " b", "c", "cab", ", ", "\n", "é"]) for _ in range(600))
+    tok = ByteBPETokenizer.train(text, 300, tie_break="largest_bytes")
+    words = [[bytes([b]) for b in w.encode()] for w in regex.findall(tok.pattern, text)]
+    ref = naive_merges(words, 44, rank=lambda p: p)
+    assert [(tok.vocab[a], tok.vocab[b]) for (a, b), _ in tok.merges] == [p for p, _ in ref]
+    assert [c for _, c in tok.merges] == [c for _, c in ref]
+    assert ByteBPETokenizer.train(text, 300).merges != tok.merges  # the rule matters on this text (many ties)
+    assert ByteBPETokenizer.train("cab cab", 257, pattern=r"\S+", tie_break="largest_bytes").merges[0][0] == (ord("c"), ord("a"))
+    with pytest.raises(ValueError, match="tie_break must be 'smallest_id' or 'largest_bytes'"):
+        ByteBPETokenizer.train(text, 300, tie_break="random")
 
 
 def test_trained_byte_bpe_merges_equal_naive_bytes():
