@@ -4,6 +4,7 @@
     OMP_NUM_THREADS=1 python scripts/train_toy_transformer.py --which learned    # ch05 model (learned positions)
     OMP_NUM_THREADS=1 python scripts/train_toy_transformer.py --which ln-curves  # ch04 Post-LN vs Pre-LN, 3 seeds
     OMP_NUM_THREADS=1 python scripts/train_toy_transformer.py --which ln-curves --init xavier  # the same, Xavier init
+    ATEN_CPU_CAPABILITY=avx2 OMP_NUM_THREADS=1 python scripts/train_toy_transformer.py --which label-smoothing --jobs 2  # ch04
 
 Models: ``TransformerConfig.small(vocab_size=13, max_len=32)``, trained on reversal of
 digit strings of length 1..8 by ONE call of ``llmbook.toy_seq2seq.train_seq2seq`` (one
@@ -27,6 +28,13 @@ warm-up, for seeds 0, 1, 2, and writes their loss curves to data/results/ch04_ln
 (the library's initialisation) or, with ``--init xavier``, to
 data/results/ch04_ln_curves_xavier.json (every weight matrix re-drawn by
 ``llmbook.transformer.xavier_init`` right after the seeded model is built).
+The ``label-smoothing`` run trains chapter 4's model (the ``reverse`` recipe) for
+``--ls-steps`` updates (default 500) with label smoothing 0 and 0.1 (Vaswani et al. 2017,
+section 5.4), seeds 0, 1, 2 (the two settings of a seed share the initialisation and the
+batches), and writes to data/results/ch04_label_smoothing.json, per run: validation exact
+match and validation cross-entropy (plain, per target token, teacher-forced; the
+smoothed loss is what training minimises) on the unseen validation strings, and the
+pooled test exact match on the unseen test strings.
 Deterministic on the CPU given the seeds.
 """
 
@@ -52,6 +60,7 @@ TASK = DigitTask("reverse", 1, 8)
 BATCH, LR, WARMUP, EVAL_EVERY = 64, 1e-3, 100, 250
 VAL_SEED, TEST_SEED, N_VAL, N_TEST_PER_LENGTH = 1234, 2024, 1000, 200
 LN_SEEDS, LN_LR = (0, 1, 2), 2e-3
+LS_SEEDS, LS_EPS = (0, 1, 2), (0.0, 0.1)
 
 
 def toy_config(positional: str) -> TransformerConfig:
@@ -65,8 +74,8 @@ def ln_config(norm_first: bool) -> TransformerConfig:
 
 def command_line() -> str:
     """The command as data/README.md writes it (``OMP_NUM_THREADS=1 python scripts/...``)."""
-    threads = os.environ.get("OMP_NUM_THREADS")
-    return (f"OMP_NUM_THREADS={threads} " if threads else "") + shlex.join(["python", "scripts/train_toy_transformer.py", *sys.argv[1:]])
+    env = "".join(f"{k}={os.environ[k]} " for k in ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS") if k in os.environ)
+    return env + shlex.join(["python", "scripts/train_toy_transformer.py", *sys.argv[1:]])
 
 
 def save_atomic(tensors: dict, path: str, metadata: dict) -> None:
@@ -165,12 +174,68 @@ def ln_curves(out: str, steps: int, device: torch.device, jobs: int = 1, init: s
     print("saved", out)
 
 
+def ls_run(eps: float, seed: int, steps: int, device: str) -> dict:
+    """One run of chapter 4's recipe with label smoothing ``eps``: validation and test figures."""
+    import torch.nn.functional as F
+
+    from llmbook.toy_seq2seq import BOS, EOS, PAD
+
+    torch.set_num_threads(1)
+    seen = training_sources(TASK, steps, BATCH, seed)
+    (v_src, v_tgt), test = heldout_sets(seen)
+    seed_everything(seed)
+    model = Transformer(toy_config("sinusoidal")).to(device)
+    t0 = time.time()
+    train_seq2seq(model, TASK, steps, batch_size=BATCH, lr=LR, warmup=WARMUP, seed=seed, progress=False,
+                  label_smoothing=eps)
+    model.eval()
+    v_in = torch.cat([torch.full_like(v_tgt[:, :1], BOS), v_tgt[:, :-1]], dim=1)  # BOS, then the target shifted right
+    v_in = v_in.masked_fill(v_in == EOS, PAD)  # EOS is never an input: padding after it, as make_batch does
+    with torch.no_grad():
+        logits = model(v_src.to(device), v_in.to(device))
+        val_ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), v_tgt.to(device).reshape(-1), ignore_index=PAD).item()
+    val_em = exact_match(model, v_src.to(device), v_tgt.to(device))
+    n_all = sum(len(s) for s, _ in test.values())
+    test_em = sum(len(s) * exact_match(model, s.to(device), t.to(device)) for s, t in test.values() if len(s)) / n_all
+    print(f"label smoothing {eps}, seed {seed}: validation exact match {val_em:.4f}, cross-entropy {val_ce:.4f}; "
+          f"test exact match {test_em:.4f} over {n_all} ({time.time() - t0:.0f}s)", flush=True)
+    return {"val_exact_match": round(val_em, 4), "val_cross_entropy": round(val_ce, 4), "test_exact_match": round(test_em, 4),
+            "n_val": len(v_src), "n_test": n_all}
+
+
+def label_smoothing_runs(out: str, steps: int, device: torch.device, jobs: int = 1) -> None:
+    runs = [(eps, seed) for eps in LS_EPS for seed in LS_SEEDS]
+    if jobs > 1 and device.type == "cpu":  # independent, seeded runs: the same numbers in any order
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(ls_run, *zip(*runs), [steps] * len(runs), [str(device)] * len(runs)))
+    else:
+        results = [ls_run(*r, steps, str(device)) for r in runs]
+    per_eps: dict[str, dict[str, list]] = {}
+    for (eps, _), r in zip(runs, results):
+        d = per_eps.setdefault(str(eps), {})
+        for k, v in r.items():
+            d.setdefault(k, []).append(v)
+    kernel = torch.backends.cpu.get_cpu_capability() if device.type == "cpu" else device.type
+    meta = {"command": command_line(), "steps": steps, "seeds": list(LS_SEEDS), "kernel_path": kernel,
+            "split": "none",
+            "data": f"synthetic: {TASK}; validation/test strings seen in training removed (training_sources + drop_seen)",
+            "recipe": f"train_seq2seq(steps={steps}, batch_size={BATCH}, lr={LR}, warmup={WARMUP}, seed=s, label_smoothing=eps)"}
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"meta": meta, "results": per_eps}, f, indent=1)
+    os.replace(tmp, out)
+    print("saved", out)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--which", choices=["reverse", "learned", "ln-curves"], required=True)
+    p.add_argument("--which", choices=["reverse", "learned", "ln-curves", "label-smoothing"], required=True)
     p.add_argument("--steps", type=int, default=2000, help="updates of the reverse/learned runs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--ln-steps", type=int, default=150)
+    p.add_argument("--ls-steps", type=int, default=500, help="updates of each label-smoothing run")
     p.add_argument("--device", default=None, help="default: llmbook.device.default_device()")
     p.add_argument("--jobs", type=int, default=1, help="ln-curves: CPU processes running the 12 runs (same results)")
     p.add_argument("--init", choices=["default", "xavier"], default="default",
@@ -183,6 +248,9 @@ def main() -> None:
         train_toy("sinusoidal", os.path.join(ck, "ch04_reverse_sinusoidal.safetensors"), args.steps, args.seed, device)
     elif args.which == "learned":
         train_toy("learned", os.path.join(ck, "ch05_reverse_learned.safetensors"), args.steps, args.seed, device)
+    elif args.which == "label-smoothing":
+        label_smoothing_runs(os.path.join(ROOT, "data", "results", "ch04_label_smoothing.json"), args.ls_steps, device,
+                             args.jobs)
     else:
         res = os.path.join(ROOT, "data", "results")
         os.makedirs(res, exist_ok=True)

@@ -125,12 +125,14 @@ def exact_match(model, src: torch.Tensor, tgt_out: torch.Tensor) -> float:
 
 def train_seq2seq(model, task: DigitTask, steps: int, batch_size: int = 64, lr: float = 1e-3, warmup: int = 100,
                   seed: int = 0, progress: bool = True, clip: float | None = 1.0,
-                  callback=None, callback_every: int = 250) -> list[float]:
+                  callback=None, callback_every: int = 250, label_smoothing: float = 0.0) -> list[float]:
     """Train with Adam(0.9, 0.98), linear warm-up over ``warmup`` steps; return per-step losses.
 
     Cross-entropy on every non-PAD target position (teacher forcing: the decoder sees
-    the true previous tokens). The batches come from one generator seeded with ``seed``
-    (``training_sources`` replays them). ``callback(step)``, if given, is called after
+    the true previous tokens); with ``label_smoothing`` = eps the target is 1 - eps on the
+    right token plus eps spread evenly over the vocabulary (Vaswani et al. 2017, section
+    5.4, use 0.1), and the returned losses are that smoothed cross-entropy. The batches
+    come from one generator seeded with ``seed`` (``training_sources`` replays them). ``callback(step)``, if given, is called after
     every ``callback_every`` updates (one optimizer throughout; the callback must leave
     the model's weights alone). Batches are drawn on the CPU (a seed gives the same data
     on every machine) and moved to the model's device.
@@ -139,6 +141,8 @@ def train_seq2seq(model, task: DigitTask, steps: int, batch_size: int = 64, lr: 
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     if not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"warmup must be a non-negative int, got {warmup!r}")
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) or not 0 <= label_smoothing < 1:
+        raise ValueError(f"label_smoothing must be a number in [0, 1), got {label_smoothing!r}")
     gen = torch.Generator().manual_seed(seed)
     dev = model_device(model)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
@@ -153,7 +157,8 @@ def train_seq2seq(model, task: DigitTask, steps: int, batch_size: int = 64, lr: 
     for _ in it:
         src, tgt_in, tgt_out = (t.to(dev) for t in make_batch(task, batch_size, gen))
         logits = model(src, tgt_in)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=PAD)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=PAD,
+                               label_smoothing=float(label_smoothing))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if clip is not None:
