@@ -1,14 +1,20 @@
 """The chapter-9 checkpoint comparer in a real browser: every control re-draws the picture.
 
-The picture is drawn in the browser (``bar_grid`` view) from the numbers the kernel sends:
+The picture is drawn in the browser (a ``panels`` view) from the numbers the kernel sends:
 the checkpoints' next-token bars, their whole-answer bars and a table of sampled answers.
 """
 
+import html
 import re
 
 import pytest
 
 pytestmark = pytest.mark.browser
+
+
+def answers(svg: str) -> list[str]:
+    """The sampled answers in the table, as shown (repr of each answer)."""
+    return [html.unescape(c) for c in re.findall(r"<td[^>]*>([^<]*)</td>", svg)]
 
 
 def caption(svg: str) -> str:
@@ -40,11 +46,19 @@ def test_ch09_checkpoint_explorer(lab):
     seeded = lab.wait_view_change(warmer)
     assert caption(seeded) == "temperature 1.3, seed 5"
     lab.save_screenshot("ch09_checkpoint_explorer")
-    lab.set_text("custom", "Who says: Put out the light?\n")
-    custom = lab.wait_view_change(seeded)
-    assert "Put out the light?" in custom
+    # Review UX #2: a typed question (the one-line box cannot hold the new line every menu prompt
+    # ends with) is formatted as the menu's: the checkpoints answer it as they answer the menu's.
+    lab.select("prompt", "Who says: Put out the light?")
+    menu = lab.wait_view_change(seeded)
+    lab.select("prompt", "Who says: To be, or not to be?")
+    other = lab.wait_view_change(menu)
+    lab.set_text("custom", "Who says: Put out the light?")
+    custom = lab.wait_view_change(other)
+    assert "Put out the light?" in custom and "\\n" not in custom
+    assert answers(custom) == answers(menu) and len(answers(custom)) == 6
+    assert any(a not in ("''", '""') for a in answers(custom)), answers(custom)  # not every answer empty
     lab.set_text("custom", "日本")                   # bad input: shown inline, the kernel survives
     assert "outside the vocabulary" in lab.error_text() and lab.view_is_stale()
     lab.set_text("custom", "")
     assert lab.error_text().strip() == "" and not lab.view_is_stale()
-    assert "Et tu, Brute?" in lab.view_svg()
+    assert "To be, or not to be?" in lab.view_svg()  # the menu's prompt again
