@@ -32,6 +32,25 @@ def test_positional_explorer(lab):
     assert two != rope and "dim 2" in two and "dim 4" not in two
 
 
+def test_a_small_d_model_still_draws(lab):
+    """Review 2026-11-26 (UX #6): d_model below the default dims (0, 4, 16) used to replace the
+    picture by an error the reader did not cause. Now the dims that no longer exist are left out,
+    with a note, and the picture is drawn; a typo in dims keeps the old picture, greyed."""
+    lab.open("tests/browser/fixtures/ch05_positional.ipynb")
+    before = lab.view_svg()
+    lab.set_slider("d_model", 8)
+    small = lab.wait_view_change(before)
+    assert "d_model=8" in small and "dim 4" in small and "<svg" in small
+    assert lab.error_text().strip() == "" and lab.front_error().strip() == ""
+    assert "dims 16 left out: d_model=8" in lab.page.locator(".llmbook-front-note").first.inner_text()
+    assert not lab.view_is_stale()
+    lab.save_screenshot("ch05_d_model_8")
+    lab.front_text("dims", "0, x")
+    assert "comma-separated" in lab.front_error()
+    assert lab.view_svg() == small and lab.view_is_stale()  # kept, greyed, under the note
+    lab.save_screenshot("ch05_dims_typo")
+
+
 # ----------------------------------------------------------------- exercise cells (issue 14)
 def _cell_index(cells, *texts: str) -> int:
     """Index of the first notebook cell whose text holds every one of ``texts``.
