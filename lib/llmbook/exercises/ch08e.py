@@ -1,0 +1,118 @@
+"""Checkers for the exercises of chapter 08e (looking inside), registered on import (see :mod:`llmbook.exercises`)."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from ._core import _call, _cases, _Fail, _register, _Result, _tgen
+
+
+def _tiny_gpt(rng: random.Random):
+    from ..gpt import GPT, GPTConfig
+    torch.manual_seed(rng.randint(0, 10**6))
+    n_head = rng.choice([2, 4])
+    return GPT(GPTConfig.baby(vocab_size=30, n_layer=2, n_head=n_head, d_model=8 * n_head, block_size=16)).eval()
+
+
+@_register("08e.1", "A hook that silences one head", "complete",
+           "def silence(head):\n    def hook(z, name):\n        return NotImplemented  # z: (B, T, H, D)\n    return hook")
+def _ex_08e_1(answer, rng, ctx):
+    from ..hooks import run_with_cache, run_with_hooks
+    from ..interp import ablate_heads
+    if not callable(answer):
+        raise _Fail(f"expected a function, got {type(answer).__name__}", "define silence(head) and pass it (no parentheses)")
+    drawn = []
+    for _ in range(4):
+        model = _tiny_gpt(rng)
+        H = model.config.n_head
+        layer, head = rng.randrange(2), rng.randrange(H)
+        idx = torch.randint(0, 30, (2, rng.randint(3, 10)), generator=_tgen(rng))
+        drawn.append((layer, head, H, tuple(idx.flatten().tolist())))
+        hook = _call(answer, head)
+        if not callable(hook):
+            raise _Fail(f"silence({head}) returned {type(hook).__name__}, not a hook function",
+                        "silence(head) builds and returns the inner function hook(z, name)")
+        _, cache = run_with_cache(model, idx, [f"blocks.{layer}.attn.z"])
+        z = cache[f"blocks.{layer}.attn.z"]
+        before = z.clone()
+        got_z = _call(hook, z, f"blocks.{layer}.attn.z")
+        if not torch.equal(z, before):
+            raise _Fail("your hook changed the tensor it was given in place",
+                        "work on a copy (z = z.clone()) and return it: the cache and other hooks may hold the original")
+        want = ablate_heads(model, idx, [(layer, head)])
+        with torch.no_grad():
+            got = run_with_hooks(model, idx, {f"blocks.{layer}.attn.z": answer(head)})
+        if not torch.allclose(got, want, atol=1e-6):
+            hint = "z is (batch, positions, heads, head size): the head is the third index, z[:, :, head]"
+            if not isinstance(got_z, torch.Tensor) or got_z.shape != z.shape:
+                hint = "return a tensor of the same shape as z (or None to leave it unchanged)"
+            raise _Fail(f"with your hook on layer {layer}, head {head} of {H}, the logits differ from the model with that "
+                        "head silenced", hint)
+    return _Result("your hook silences the head: logits equal the library's ablate_heads on 4 fresh models", tuple(drawn))
+
+
+@_register("08e.2", "The prefix-matching score", "complete",
+           "def prefix_matching(pattern, n):\n    return NotImplemented  # (B, H, T, T), (B,) -> (H,)")
+def _ex_08e_2(answer, rng, ctx):
+    from ..interp import prefix_matching_score, repeated_tokens
+    cases = []
+    for _ in range(5):
+        B, H, T = rng.randint(2, 5), rng.randint(1, 4), 2 * rng.randint(4, 8)
+        g = _tgen(rng)
+        _, n = repeated_tokens(B, 10, T, 2, T // 2, generator=g)
+        scores = torch.randn(B, H, T, T, generator=g) * 3
+        mask = torch.ones(T, T, dtype=torch.bool).tril()
+        cases.append((scores.masked_fill(~mask, float("-inf")).softmax(-1), n))
+
+    def off_by_one(p, n):  # attends to the earlier occurrence of the current token itself
+        T = p.shape[-1]
+        pos = torch.arange(T)
+        key = (pos[None] - n[:, None]).clamp(min=0)
+        w = p.gather(-1, key[:, None, :, None].expand(*p.shape[:3], 1)).squeeze(-1)
+        sel = (pos[None] >= T - n[:, None]).float()[:, None]
+        return (w * sel).sum((0, 2)) / sel.sum((0, 2))
+
+    def all_positions(p, n):
+        T = p.shape[-1]
+        pos = torch.arange(T)
+        key = (pos[None] - n[:, None] + 1).clamp(min=0)
+        return p.gather(-1, key[:, None, :, None].expand(*p.shape[:3], 1)).squeeze(-1).mean((0, 2))
+    return _cases(answer, prefix_matching_score, cases, rel=1e-5,
+                  wrong=[(off_by_one, "that is the weight on the earlier occurrence of the current token; the induction head "
+                                      "looks one further, at the token that followed it (t - n + 1)"),
+                         (all_positions, "average over the positions of the second copy only (t >= T - n), where there is "
+                                         "an earlier occurrence")],
+                  hint="for each position t >= T - n take pattern[b, h, t, t - n + 1], then average over those positions and the batch",
+                  show=lambda a: f"pattern of shape {tuple(a[0].shape)}, n={a[1].tolist()}")
+
+
+@_register("08e.3", "One patching step", "complete",
+           "def patch_position(x, clean, pos):\n    return NotImplemented  # x, clean: (B, T, C); pos: int")
+def _ex_08e_3(answer, rng, ctx):
+    cases = []
+    for _ in range(5):
+        B, T, C = rng.randint(1, 4), rng.randint(3, 9), rng.randint(2, 6)
+        g = _tgen(rng)
+        cases.append((torch.randn(B, T, C, generator=g), torch.randn(B, T, C, generator=g), rng.randrange(T)))
+
+    def ref(x, clean, pos):
+        out = x.clone()
+        out[:, pos] = clean[:, pos]
+        return out
+
+    def guarded(x, clean, pos):  # the reader's function must leave x as it was
+        before = x.clone()
+        out = _call(answer, x, clean, pos)
+        if not torch.equal(x, before):
+            raise _Fail("your function changed x in place",
+                        "copy first (x = x.clone()): in a hook, x may be held by a cache or by the next hook")
+        return out
+    return _cases(guarded, ref, cases,
+                  wrong=[(lambda x, c, p: c.clone(), "paste only the one position, not the whole clean stream"),
+                         (lambda x, c, p: torch.cat([x[:, :p], c[:, p:]], 1), "paste position pos only, not everything after it"),
+                         (lambda x, c, p: ref(x.transpose(0, 1), c.transpose(0, 1), p).transpose(0, 1) if p < x.shape[0]
+                          else x, "positions are the second index: x[:, pos], not x[pos]")],
+                  hint="return a copy of x whose position pos (in every row of the batch) is taken from clean",
+                  show=lambda a: f"x and clean of shape {tuple(a[0].shape)}, pos={a[2]}")
