@@ -23,19 +23,23 @@ rescaled the same way; the answer is ``o_n / l_n``. Processing a *block* of keys
 time is the same recurrence with ``max`` and ``sum`` taken over the block.
 
 * ``online_softmax(x)``: the recurrence on a vector, element by element (for reading).
-* ``tiled_attention(q, k, v, causal, block_size)``: the recurrence over key/value blocks;
-  memory O(T * block_size) instead of O(T^2) in the forward pass. Autograd works through it,
-  but autograd stores every block's probabilities for the backward pass: T x S numbers again.
-* ``flash_attention(q, k, v, causal, block_size)``: the same forward pass, with FlashAttention's
-  backward (Dao et al. 2022, appendix B, without the tiling of the queries): it saves only
+* ``tiled_attention(q, k, v, causal, block_size, block_q=...)``: the recurrence over tiles,
+  ``block_q`` queries x ``block_size`` keys (Dao et al. 2022, Algorithm 1: B_r x B_c); under a
+  causal mask the tiles wholly in the future are skipped (about half the matrix products).
+  Memory O(T * d + block_q * block_size) instead of O(T^2) in the forward pass (O(T * block_size)
+  with all queries in one block). Autograd works through it, but autograd stores every tile's
+  probabilities for the backward pass: T x S numbers again (half that, causal).
+* ``flash_attention(q, k, v, causal, block_size, block_q=...)``: the same forward pass, with
+  FlashAttention's backward (Dao et al. 2022, appendix B, Algorithm 4): it saves only
   the output O and per query row the softmax statistics, here as one number, the log of
   the normaliser ``L = m + log l`` (FlashAttention keeps m and l; FlashAttention-2, Dao 2023,
   keeps L), and recomputes each block's probabilities ``P = exp(S - L)`` in the backward
   pass. With ``D = rowsum(dO * O)``: ``dV = P^T dO``, ``dP = dO V^T``,
-  ``dS = P * (dP - D)``, ``dQ = dS K * scale``, ``dK = dS^T Q * scale``, block by block.
-  Memory of forward plus backward: O(T * block_size + T * d). The price is computing the
-  scores twice. Left out, as everywhere here: tiling the queries and the fused GPU kernel
-  (each block is a few PyTorch ops).
+  ``dS = P * (dP - D)``, ``dQ = dS K * scale``, ``dK = dS^T Q * scale``, tile by tile (key
+  blocks outside, query blocks inside, as Algorithm 4). Memory of forward plus backward:
+  O(T * d + block_q * block_size). The price is computing the scores twice. Left out: the
+  fused GPU kernel (each tile is a few PyTorch ops) and the choice of tile sizes from the
+  on-chip memory M (the paper's B_c = ceil(M / 4d), B_r = min(B_c, d)).
 * ``peak_memory_bytes(fn, *args)``: the peak of memory allocated while ``fn`` runs, on
   the CPU, from the PyTorch profiler's allocation records.
 """
@@ -101,121 +105,154 @@ def _check_block(block_size: object) -> int:
 
 
 def tiled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                    block_size: int = 128, scale: float | None = None) -> torch.Tensor:
-    """softmax(q k^T * scale) v computed over key/value blocks of ``block_size`` (one pass).
+                    block_size: int = 128, scale: float | None = None,
+                    block_q: int | None = None) -> torch.Tensor:
+    """softmax(q k^T * scale) v computed tile by tile: query blocks x key/value blocks (one pass).
 
     q (..., T, d), k (..., S, d), v (..., S, dv) -> (..., T, dv); the same result as
     ``F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``. ``causal``
     lets query i see keys 0..i (the top-left-aligned mask SDPA uses, also when T != S).
-    Per block the scores are (..., T, block_size): the T x S matrix never exists. Blocks
-    wholly in the future of every query are skipped.
+    The keys come in blocks of ``block_size``, the queries in blocks of ``block_q`` rows
+    (default: ``block_size``; ``block_q >= T`` takes all queries at once, the key-blocks-only
+    version that Appendix A's ``flash_tiled_peak_mem_ratio`` measures). Per tile the scores
+    are (..., block_q, block_size): the T x S matrix never exists. Under the causal mask a
+    tile wholly in the future of its queries (first key after the last query) is skipped,
+    and only tiles that cross the diagonal are masked.
 
     >>> q, k, v = torch.randn(2, 5, 4), torch.randn(2, 7, 4), torch.randn(2, 7, 3)
     >>> ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)
     >>> torch.allclose(tiled_attention(q, k, v, block_size=3), ref, atol=1e-6)
     True
     """
-    bs, scale = _check_args(q, k, v, causal, block_size, scale)
-    return _online_blocks(q, k, v, causal, bs, scale, want_lse=False)[0]
+    bs, scale, bq = _check_args(q, k, v, causal, block_size, scale, block_q)
+    return _online_blocks(q, k, v, causal, bs, scale, want_lse=False, bq=bq)[0]
 
 
-def _check_args(q, k, v, causal, block_size, scale) -> tuple[int, float]:
+def _check_args(q, k, v, causal, block_size, scale, block_q=None) -> tuple[int, float, int]:
     _check_qkv(q, k, v)
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
     bs = _check_block(block_size)
+    if block_q is None:
+        bq = bs
+    else:
+        try:
+            bq = _check_block(block_q)
+        except (TypeError, ValueError) as e:
+            raise type(e)(str(e).replace("block_size", "block_q")) from None
     scale = _check_scale(scale)
-    return bs, (1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    return bs, (1.0 / math.sqrt(q.shape[-1]) if scale is None else scale), bq
 
 
-def _online_blocks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, bs: int,
-                   scale: float, want_lse: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The forward recurrence: (output (..., T, dv), log of the softmax normaliser (..., T, 1) or None)."""
+def _query_block(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, bs: int, scale: float,
+                 i0: int, want_lse: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The forward recurrence for the queries i0 .. i0 + len(q) - 1 over every key block they can see."""
     T, S = q.shape[-2], k.shape[-2]
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    qs = q * scale  # (..., T, d)
+    qs = q * scale  # (..., Tq, d)
     m = q.new_full((*lead, T, 1), float("-inf"))  # running row maximum
     l = q.new_zeros((*lead, T, 1))  # running sum of exp(score - m)
     acc = q.new_zeros((*lead, T, v.shape[-1]))  # running unnormalised output
-    rows = torch.arange(T, device=q.device)[:, None]  # (T, 1) query positions
+    rows = torch.arange(i0, i0 + T, device=q.device)[:, None]  # (Tq, 1) query positions
     for j in range(0, S, bs):
-        if causal and j > T - 1:
-            break  # every key from here on lies in every query's future
+        if causal and j > i0 + T - 1:
+            break  # this key block and every later one lie in the future of every query of the block
         kb, vb = k[..., j:j + bs, :], v[..., j:j + bs, :]  # (..., b, d), (..., b, dv)
-        s = qs @ kb.transpose(-2, -1)  # (..., T, b)
-        if causal:
-            cols = torch.arange(j, j + kb.shape[-2], device=q.device)[None, :]  # (1, b)
+        s = qs @ kb.transpose(-2, -1)  # (..., Tq, b)
+        if causal and j + kb.shape[-2] - 1 > i0:  # the tile crosses the diagonal: mask its future part
+            cols = torch.arange(j, j + kb.shape[-2], device=q.device)[None, :]  # (1, b) key positions
             s = s.masked_fill(cols > rows, float("-inf"))
-        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., T, 1)
+        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., Tq, 1)
         # A row with no visible key so far keeps m = -inf; use 0 there so exp() gives 0, not nan.
         m_safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
         rescale = torch.exp(m - m_safe)  # exp(m_old - m_new) <= 1: re-weights what was summed
-        p = torch.exp(s - m_safe)  # (..., T, b)
+        p = torch.exp(s - m_safe)  # (..., Tq, b)
         l = l * rescale + p.sum(dim=-1, keepdim=True)
-        acc = acc * rescale + p @ vb  # (..., T, dv)
+        acc = acc * rescale + p @ vb  # (..., Tq, dv)
         m = m_new
     lse = m + torch.log(l) if want_lse else None  # L = m + log l: every row sees key 0, so l > 0
     return acc / l, lse
 
 
+def _online_blocks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, bs: int,
+                   scale: float, want_lse: bool = True, bq: int | None = None
+                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The forward pass: (output (..., T, dv), log of the softmax normaliser (..., T, 1) or None)."""
+    T = q.shape[-2]
+    if bq is None or bq >= T:  # one query block: all rows at once
+        return _query_block(q, k, v, causal, bs, scale, 0, want_lse)
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    out = q.new_empty((*lead, T, v.shape[-1]))
+    lse = q.new_empty((*lead, T, 1)) if want_lse else None
+    for i in range(0, T, bq):
+        o_i, lse_i = _query_block(q[..., i:i + bq, :], k, v, causal, bs, scale, i, want_lse)
+        out[..., i:i + bq, :] = o_i  # autograd follows the copy into the slice
+        if want_lse:
+            lse[..., i:i + bq, :] = lse_i
+    return out, lse
+
+
 def _causal_block(s: torch.Tensor, j: int, rows: torch.Tensor) -> torch.Tensor:
-    """Scores of the key block starting at j with the future (key > query, rows (T, 1)) set to -inf."""
+    """Scores of the key block starting at j with the future (key > query, rows (Tq, 1)) set to -inf."""
     cols = torch.arange(j, j + s.shape[-1], device=s.device)[None, :]  # (1, b)
     return s.masked_fill(cols > rows, float("-inf"))
 
 
 class _FlashAttention(torch.autograd.Function):
-    """Forward: the online recurrence. Backward: recompute each block's P from the saved L."""
+    """Forward: the online recurrence. Backward: recompute each tile's P from the saved L."""
 
     @staticmethod
-    def forward(ctx, q, k, v, causal: bool, bs: int, scale: float):
-        out, lse = _online_blocks(q, k, v, causal, bs, scale)
+    def forward(ctx, q, k, v, causal: bool, bs: int, scale: float, bq: int):
+        out, lse = _online_blocks(q, k, v, causal, bs, scale, bq=bq)
         ctx.save_for_backward(q, k, v, out, lse)  # no T x S tensor is saved
-        ctx.causal, ctx.bs, ctx.scale = causal, bs, scale
+        ctx.causal, ctx.bs, ctx.scale, ctx.bq = causal, bs, scale, bq
         return out
 
     @staticmethod
     def backward(ctx, dout):
         q, k, v, out, lse = ctx.saved_tensors
-        causal, bs, scale = ctx.causal, ctx.bs, ctx.scale
+        causal, bs, scale, bq = ctx.causal, ctx.bs, ctx.scale, ctx.bq
         T, S = q.shape[-2], k.shape[-2]
         D = (dout * out).sum(dim=-1, keepdim=True)  # (..., T, 1): rowsum(dO * O) = rowsum(P * dP)
         dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
-        rows = torch.arange(T, device=q.device)[:, None]  # (T, 1) query positions
-        for j in range(0, S, bs):
-            if causal and j > T - 1:
-                break  # these keys were never seen: their gradients stay 0
+        # FlashAttention's order (Dao et al. 2022, Algorithm 4): key blocks outside, query blocks inside;
+        # dK_j and dV_j are summed over the query blocks, dQ_i over the key blocks.
+        for j in range(0, min(S, T) if causal else S, bs):  # causal: keys after the last query get no gradient
             kb, vb = k[..., j:j + bs, :], v[..., j:j + bs, :]  # (..., b, d), (..., b, dv)
-            s = (q @ kb.transpose(-2, -1)) * scale  # (..., T, b): the scores again
-            if causal:
-                s = _causal_block(s, j, rows)
-            p = torch.exp(s - lse)  # (..., T, b): the probabilities, recomputed
-            dv[..., j:j + bs, :] = p.transpose(-2, -1) @ dout  # (..., b, dv)
-            ds = p * (dout @ vb.transpose(-2, -1) - D)  # (..., T, b): softmax's backward
-            dq += (ds @ kb) * scale  # (..., T, d)
-            dk[..., j:j + bs, :] = (ds.transpose(-2, -1) @ q) * scale  # (..., b, d)
-        return dq, dk, dv, None, None, None
+            first = j - j % bq if causal else 0  # causal: query blocks ending before key j see none of it
+            for i in range(first, T, bq):
+                qi, doi = q[..., i:i + bq, :], dout[..., i:i + bq, :]
+                s = (qi @ kb.transpose(-2, -1)) * scale  # (..., Tq, b): the scores again
+                if causal and j + kb.shape[-2] - 1 > i:
+                    s = _causal_block(s, j, torch.arange(i, i + qi.shape[-2], device=q.device)[:, None])
+                p = torch.exp(s - lse[..., i:i + bq, :])  # (..., Tq, b): the probabilities, recomputed
+                dv[..., j:j + bs, :] += p.transpose(-2, -1) @ doi  # (..., b, dv)
+                ds = p * (doi @ vb.transpose(-2, -1) - D[..., i:i + bq, :])  # (..., Tq, b): softmax's backward
+                dq[..., i:i + bq, :] += (ds @ kb) * scale  # (..., Tq, d)
+                dk[..., j:j + bs, :] += (ds.transpose(-2, -1) @ qi) * scale  # (..., b, d)
+        return dq, dk, dv, None, None, None, None
 
 
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                    block_size: int = 128, scale: float | None = None) -> torch.Tensor:
+                    block_size: int = 128, scale: float | None = None,
+                    block_q: int | None = None) -> torch.Tensor:
     """``tiled_attention`` with FlashAttention's recomputing backward pass.
 
-    The values equal ``tiled_attention``'s (the same forward code); the gradients equal
-    SDPA's. For the backward pass it keeps q, k, v, the output and one log-normaliser per
-    query row, never a (T, S) tensor. q, k and v must have the same leading dimensions
-    (no broadcasting).
+    The values equal ``tiled_attention``'s (the same forward code, the same tiles); the
+    gradients equal SDPA's. For the backward pass it keeps q, k, v, the output and one
+    log-normaliser per query row, never a (T, S) tensor, and recomputes each tile's
+    probabilities. q, k and v must have the same leading dimensions (no broadcasting).
 
     >>> q, k, v = (torch.randn(2, 6, 4, dtype=torch.float64, requires_grad=True) for _ in range(3))
     >>> flash_attention(q, k, v, causal=True, block_size=4).sum().backward()
     >>> q.grad.shape
     torch.Size([2, 6, 4])
     """
-    bs, scale = _check_args(q, k, v, causal, block_size, scale)
+    bs, scale, bq = _check_args(q, k, v, causal, block_size, scale, block_q)
     if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
         raise ValueError(f"q, k and v must have the same leading dimensions, got {tuple(q.shape[:-2])}, "
                          f"{tuple(k.shape[:-2])} and {tuple(v.shape[:-2])}")
-    return _FlashAttention.apply(q, k, v, causal, bs, scale)
+    return _FlashAttention.apply(q, k, v, causal, bs, scale, bq)
 
 
 def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,

@@ -7,7 +7,7 @@ import random
 
 import torch
 
-from ._core import _cases, _is_placeholder, _NotAttempted, _prediction, _register, _tgen
+from ._core import _cases, _register, _tgen
 
 
 def _state(x: torch.Tensor) -> tuple[float, float]:
@@ -43,66 +43,73 @@ def _ex_03b_1(answer, rng, ctx):
                   show=lambda a: f"m_a={a[0]:.4g}, l_a={a[1]:.4g}, m_b={a[2]:.4g}, l_b={a[3]:.4g}")
 
 
-def _block_step_ref(m, l, acc, s, v):
-    m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
-    rescale = torch.exp(m - m_new)
-    p = torch.exp(s - m_new)
-    return m_new, l * rescale + p.sum(dim=-1, keepdim=True), acc * rescale + p @ v
+def _partial(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention of q over the keys k alone: (normalised output (T, dv), log-sum-exp of the scores (T, 1))."""
+    s = q @ k.T
+    return torch.softmax(s, -1) @ v, torch.logsumexp(s, -1, keepdim=True)
 
 
-@_register("03b.2", "One block of tiled attention", "complete",
-           "def block_step(m, l, acc, s, v):\n    return NotImplemented  # (m_new, l_new, acc_new)")
+def _combine_ref(o_a, lse_a, o_b, lse_b):
+    lse = torch.logaddexp(lse_a, lse_b)
+    return torch.exp(lse_a - lse) * o_a + torch.exp(lse_b - lse) * o_b, lse
+
+
+@_register("03b.2", "Merge attention computed on two halves of the keys (split-K)", "complete",
+           "def combine(o_a, lse_a, o_b, lse_b):\n    return NotImplemented  # (o, lse) over both sets of keys")
 def _ex_03b_2(answer, rng, ctx):
     cases = []
-    for _ in range(4):
+    for i in range(5):
         g = _tgen(rng)
-        T, b, dv = rng.randint(2, 6), rng.randint(1, 5), rng.randint(1, 4)
-        first, v0 = torch.randn(T, b, generator=g, dtype=torch.float64) * 3, torch.randn(b, dv, generator=g, dtype=torch.float64)
-        start = (torch.full((T, 1), -math.inf, dtype=torch.float64), torch.zeros(T, 1, dtype=torch.float64),
-                 torch.zeros(T, dv, dtype=torch.float64))
-        m, l, acc = _block_step_ref(*start, first, v0)  # the state after a first block
-        s = torch.randn(T, b, generator=g, dtype=torch.float64) * 3 + 2.0  # the next block, often with a larger max
-        v = torch.randn(b, dv, generator=g, dtype=torch.float64)
-        cases.append((m, l, acc, s, v))
+        T, S, d, dv = rng.randint(1, 4), rng.randint(2, 9), rng.randint(2, 5), rng.randint(1, 4)
+        scale = 400.0 if i == 4 else 1.0  # scores in the hundreds: exp(lse) overflows float64
+        q = torch.randn(T, d, generator=g, dtype=torch.float64) * scale
+        k, v = torch.randn(S, d, generator=g, dtype=torch.float64), torch.randn(S, dv, generator=g, dtype=torch.float64)
+        cut = rng.randint(1, S - 1)
+        cases.append((*_partial(q, k[:cut], v[:cut]), *_partial(q, k[cut:], v[cut:])))
 
-    def acc_not_rescaled(m, l, acc, s, v):
-        m_new, l_new, _ = _block_step_ref(m, l, acc, s, v)
-        return m_new, l_new, acc + torch.exp(s - m_new) @ v
+    def average(o_a, lse_a, o_b, lse_b):
+        return (o_a + o_b) / 2, torch.logaddexp(lse_a, lse_b)
 
-    def normalised(m, l, acc, s, v):
-        m_new, l_new, acc_new = _block_step_ref(m, l, acc, s, v)
-        return m_new, l_new, acc_new / l_new
+    def by_count(o_a, lse_a, o_b, lse_b):  # weights e^lse without the normaliser
+        return torch.exp(lse_a) * o_a + torch.exp(lse_b) * o_b, torch.logaddexp(lse_a, lse_b)
 
-    return _cases(answer, _block_step_ref, cases, rel=1e-9,
-                  wrong=[(acc_not_rescaled, "the output accumulator was summed relative to the old maximum too: "
-                                            "multiply it by exp(m - m_new) like l"),
-                         (normalised, "keep acc unnormalised: divide by l once, after the last block")],
-                  show=lambda a: f"T={a[0].shape[0]}, block={a[3].shape[1]}, dv={a[4].shape[1]}")
+    return _cases(answer, _combine_ref, cases, rel=1e-9,
+                  wrong=[(average, "the two halves do not weigh the same: half a's share of the softmax mass is "
+                                   "exp(lse_a) / (exp(lse_a) + exp(lse_b))"),
+                         (by_count, "the weights must sum to 1: divide by exp(lse), the total mass")],
+                  hint="the total mass is exp(lse_a) + exp(lse_b); compute its log without overflow "
+                       "(torch.logaddexp, or subtract the larger lse first)",
+                  show=lambda a: f"T={a[0].shape[0]}, dv={a[0].shape[1]}, lse_a[0]={float(a[1][0, 0]):.4g}, "
+                                 f"lse_b[0]={float(a[3][0, 0]):.4g}")
 
 
-@_register("03b.3", "Memory of the backward pass when T doubles", "predict",
-           "answer = {'tiled_autograd': ..., 'flash': ...}  # factor by which the peak grows when T doubles")
+def _tile_kind_ref(i0, i1, j0, j1, T, S):
+    off = S - T  # bottom-right: query i sees the keys 0 .. i + S - T
+    if j0 > i1 - 1 + off:
+        return "skip"
+    if j1 - 1 <= i0 + off:
+        return "full"
+    return "mask"
+
+
+@_register("03b.3", "Which tiles a bottom-right causal mask skips", "complete",
+           "def tile_kind(i0, i1, j0, j1, T, S):\n    return NotImplemented  # 'skip', 'mask' or 'full'")
 def _ex_03b_3(answer, rng, ctx):
-    from ..flash import flash_attention, peak_memory_bytes, tiled_attention
-    if _is_placeholder(answer) or (isinstance(answer, dict) and any(_is_placeholder(v) for v in answer.values())):
-        raise _NotAttempted()
-    T, d, block = rng.choice([512, 640, 768]), rng.choice([16, 32]), 64
-    factors = {}
-    for name, fn in (("tiled_autograd", tiled_attention), ("flash", flash_attention)):
-        peaks = []
-        for n in (T, 2 * T):
-            g = _tgen(rng)
-            base = [torch.randn(1, 1, n, d, generator=g) for _ in range(3)]
-
-            def run():
-                xs = [b.clone().requires_grad_(True) for b in base]
-                fn(*xs, causal=True, block_size=block).sum().backward()
-
-            peaks.append(peak_memory_bytes(run))
-        factors[name] = 2 ** round(math.log2(peaks[1] / peaks[0]))  # the nearest power of two
-    return _prediction(answer, factors, (T, d, block), what=f"the peaks of forward + backward at T = {T} and {2 * T}",
-                       wrong=[({"tiled_autograd": 2, "flash": 2}, "autograd keeps every block's probabilities for the "
-                               "backward pass, and all the blocks together hold T x T numbers"),
-                              ({"tiled_autograd": 4, "flash": 4}, "flash_attention saves one number per query row and "
-                               "recomputes the probabilities one block at a time")],
-                       hint="give each factor as a number (1, 2, 4 or 8)")
+    cases = []
+    for T, S in ((4, 10), (1, 7), (8, 8), (9, 5), (rng.randint(2, 6), rng.randint(7, 14))):
+        bq, bk = rng.randint(1, 4), rng.randint(1, 4)
+        tiles = [(i, min(i + bq, T), j, min(j + bk, S), T, S) for i in range(0, T, bq) for j in range(0, S, bk)]
+        cases += rng.sample(tiles, min(len(tiles), 12))
+    # the reference agrees with the mask itself, entry by entry
+    for i0, i1, j0, j1, T, S in cases:
+        sees = [[j <= i + S - T for j in range(j0, j1)] for i in range(i0, i1)]
+        flat = [x for row in sees for x in row]
+        assert _tile_kind_ref(i0, i1, j0, j1, T, S) == ("full" if all(flat) else "skip" if not any(flat) else "mask")
+    return _cases(answer, _tile_kind_ref, cases,
+                  wrong=[(lambda i0, i1, j0, j1, T, S: _tile_kind_ref(i0, i1, j0, j1, T, T),
+                          "that is the top-left mask (SDPA's is_causal); bottom-right shifts the diagonal by S - T"),
+                         (lambda i0, i1, j0, j1, T, S: _tile_kind_ref(i0, i1, j0, j1, S, T),
+                          "the shift is S - T: with more keys than queries every query sees more keys")],
+                  hint="query i sees key j when j <= i + S - T; a tile is skipped when even its last query "
+                       "cannot see its first key, and full when its first query sees its last key",
+                  show=lambda a: f"queries {a[0]}..{a[1] - 1}, keys {a[2]}..{a[3] - 1}, T={a[4]}, S={a[5]}")
