@@ -575,6 +575,45 @@ WRONG.update({
 })
 
 
+# ---------------------------------------------------------------- chapter 08e (looking inside)
+def _silence(head, axis=2, in_place=False):
+    def hook(z, name):
+        z = z if in_place else z.clone()
+        z.select(axis, head).zero_()
+        return z
+    return hook
+
+
+def _prefix(pattern, n, shift=1):
+    B, H, T, _ = pattern.shape
+    total, count = torch.zeros(H), 0
+    for b in range(B):
+        for t in range(T - int(n[b]), T):
+            total += pattern[b, :, t, t - int(n[b]) + shift]
+            count += 1
+    return total / count
+
+
+def _patch(x, clean, pos):
+    x = x.clone()
+    x[:, pos] = clean[:, pos]
+    return x
+
+
+def _patch_in_place(x, clean, pos):
+    x[:, pos] = clean[:, pos]
+    return x
+
+
+SOLUTIONS.update({"08e.1": _silence, "08e.2": _prefix, "08e.3": _patch})
+WRONG.update({
+    "08e.1": [lambda h: _silence(h, axis=1), lambda h: _silence(h, in_place=True),  # a position, not a head; in place
+              lambda h: (lambda z, name: torch.zeros_like(z))],  # every head
+    "08e.2": [lambda p, n: _prefix(p, n, shift=0), lambda p, n: p.diagonal(-1, dim1=-2, dim2=-1).mean((0, 2))],
+    "08e.3": [_patch_in_place, lambda x, c, p: c.clone(), lambda x, c, p: torch.cat([x[:, :p], c[:, p:]], 1)],
+})
+
+
 def test_08d_per_token_never_overturns_a_longest_sum_winner():
     """The 08d.3 property the checker measures, on a hand-made overturn and over many random items."""
     assert ex.ch08d._mc_pick(["a", "bb"], [-1.5, -2.0], [1, 2], "sum") == 0
