@@ -226,7 +226,7 @@ def test_a_short_training_learns_and_both_fillers_answer():
 
 
 # ---------------------------------------------------------------------- scoring hidden characters by likelihood
-from llmbook.objectives import (corrupted_items, score_hidden_bigram, score_hidden_mlm,  # noqa: E402
+from llmbook.objectives import (corrupted_items, score_hidden_bigram, score_hidden_mlm, score_hidden_mlm_chain,  # noqa: E402
                                 score_hidden_span, score_hidden_unigram, word_items)
 
 
@@ -307,3 +307,23 @@ def test_mlm_scores_read_each_masked_position():
         logp = torch.log_softmax(bert(x), -1)[0]
     torch.testing.assert_close(torch.tensor(score_hidden_mlm(bert, v, [(window, hidden)])[0]),
                                -logp[torch.tensor(hidden), y])
+
+
+def test_mlm_chain_scores_reveal_earlier_hidden_characters():
+    # the k-th hidden character is scored with the earlier ones shown and itself and the later ones masked
+    v = SpanVocab(TEXT)
+    bert, _ = _tiny_models(v)
+    window, hidden = TEXT[:40], (2, 7, 8)
+    got = score_hidden_mlm_chain(bert, v, [(window, hidden)], batch_size=2)[0]
+    ids = torch.tensor(v.encode(window))
+    want = []
+    for k, p in enumerate(hidden):
+        x = ids.clone()
+        x[list(hidden[k:])] = v.mask
+        with torch.no_grad():
+            want.append(float(-torch.log_softmax(bert(x[None]), -1)[0, p, ids[p]]))
+    torch.testing.assert_close(torch.tensor(got), torch.tensor(want))
+    # the first hidden character sees exactly what score_hidden_mlm shows it
+    assert abs(got[0] - score_hidden_mlm(bert, v, [(window, hidden)])[0][0]) < 1e-5
+    with pytest.raises(TypeError):
+        score_hidden_mlm_chain(bert, v, ["not an item"])

@@ -77,6 +77,7 @@ __all__ = [
     "word_items",
     "corrupted_items",
     "score_hidden_mlm",
+    "score_hidden_mlm_chain",
     "score_hidden_span",
     "score_hidden_unigram",
     "score_hidden_bigram",
@@ -623,6 +624,37 @@ def score_hidden_mlm(model: torch.nn.Module, vocab: SpanVocab, items, batch_size
         logp = torch.log_softmax(model(x.to(device)).float(), -1).cpu()  # (B, block, V)
         for i, (_, h) in enumerate(chunk):
             out.append((-logp[i, h, y[i, h]]).tolist())
+    return out
+
+
+@torch.no_grad()
+def score_hidden_mlm_chain(model: torch.nn.Module, vocab: SpanVocab, items,
+                           batch_size: int = 500) -> list[list[float]]:
+    """-log p (nats) of each hidden character under a masked LM, left to right (the chain rule).
+
+    The k-th hidden character of a window is scored with the hidden characters before it
+    shown (their true values) and itself and those after it still [MASK]: the factorisation
+    ``sum_k -log p(c_k | context, c_<k)`` that a decoder scored teacher-forced uses, instead
+    of ``score_hidden_mlm``'s ``sum_k -log p(c_k | context)`` with every hidden character
+    masked at once. One forward pass per hidden character.
+    """
+    its = _check_items(items)
+    device = next(model.parameters()).device
+    rows, where = [], []  # one masked copy of a window per hidden character; (item, position) it scores
+    for i, (w, h) in enumerate(its):
+        ids = vocab.encode(w)
+        for k, p in enumerate(h):
+            x = list(ids)
+            for q in h[k:]:
+                x[q] = vocab.mask
+            rows.append(x)
+            where.append((i, p, ids[p]))
+    out: list[list[float]] = [[] for _ in its]
+    for b in range(0, len(rows), batch_size):
+        x = torch.tensor(rows[b:b + batch_size])
+        logp = torch.log_softmax(model(x.to(device)).float(), -1).cpu()  # (B, block, V)
+        for r, (i, p, y) in enumerate(where[b:b + batch_size]):
+            out[i].append(float(-logp[r, p, y]))
     return out
 
 
