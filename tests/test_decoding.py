@@ -346,3 +346,86 @@ def test_expected_tokens_per_round_matches_a_simulation_and_the_perfect_draft():
         expected_tokens_per_round(1.5, 2)
     with pytest.raises(ValueError, match="k"):
         expected_tokens_per_round(0.5, 0)
+
+
+# ----------------------------------------------------------------------------- beam search vs transformers
+
+
+def _hf_twin(model: Llama):
+    """transformers' LlamaForCausalLM holding the same weights as the book's ``Llama`` (no download)."""
+    from transformers import LlamaConfig as HFConfig, LlamaForCausalLM
+
+    c = model.config
+    hf_cfg = HFConfig(vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.d_ff,
+                      num_hidden_layers=c.n_layer, num_attention_heads=c.n_head, num_key_value_heads=c.n_kv_head,
+                      max_position_embeddings=c.max_seq_len, rms_norm_eps=c.norm_eps,
+                      rope_parameters={"rope_type": "default", "rope_theta": c.rope_base},
+                      tie_word_embeddings=c.tie_embeddings)
+    hf = LlamaForCausalLM(hf_cfg).eval()
+    state = {("lm_head.weight" if k == "lm_head.weight" else "model." + k): v for k, v in model.state_dict().items()}
+    state.setdefault("lm_head.weight", model.state_dict()["embed_tokens.weight"])
+    missing, unexpected = hf.load_state_dict(state, strict=False)
+    assert not unexpected and all("rotary" in k for k in missing), (missing, unexpected)
+    return hf
+
+
+def _hf_beam(hf, ids: torch.Tensor, n: int, width: int, eos_id: int):
+    """transformers' beam search with the book's conventions: raw log-probability (length_penalty=0)."""
+    from transformers import GenerationConfig
+
+    cfg = GenerationConfig(num_beams=width, do_sample=False, max_new_tokens=n, length_penalty=0.0,
+                           early_stopping=False, eos_token_id=eos_id, pad_token_id=eos_id,
+                           return_dict_in_generate=True, output_scores=True)
+    with torch.no_grad():
+        out = hf.generate(ids, attention_mask=torch.ones_like(ids), generation_config=cfg)
+    new = out.sequences[0, ids.shape[1]:].tolist()
+    if eos_id in new:
+        new = new[:new.index(eos_id) + 1]  # the EOS belongs to the hypothesis; what follows is padding
+    return new, float(out.sequences_scores[0])
+
+
+@pytest.mark.parametrize("width", [2, 3, 5])
+def test_beam_search_matches_transformers_random_llama(width):
+    """Same sequence and score as transformers' generate(num_beams=k) on a random LLaMA, EOS included."""
+    m = _random_llama(2, n_layer=2)
+    hf = _hf_twin(m)
+    eos, ended = 7, 0
+    for seed in range(6):
+        g = torch.Generator().manual_seed(seed)
+        ids = torch.randint(0, 40, (1, 5), generator=g)
+        ours = beam_search(m, ids, 12, beam_width=width, eos_id=eos)
+        ref, ref_score = _hf_beam(hf, ids, 12, width, eos)
+        assert ours.tokens.tolist() == ref, (seed, ours.tokens.tolist(), ref)
+        assert ours.score == pytest.approx(ref_score, abs=1e-4)
+        ended += ref[-1] == eos
+    assert 0 < ended < 6  # both kinds of ending occur: EOS and the length cap
+
+
+@pytest.mark.slow
+def test_beam_search_matches_transformers_smollm2():
+    from llmbook.llama import load_gguf, load_tokenizer, smollm2_path
+
+    p = smollm2_path()
+    m, tok = load_gguf(p).eval(), load_tokenizer(p)
+    hf = _hf_twin(m)
+    for text, width in [("The capital of France is", 2), ("Once upon a time, in a small village,", 4)]:
+        ids = torch.tensor([tok.encode(text)])
+        ours = beam_search(m, ids, 10, beam_width=width, eos_id=tok.eos_token_id)
+        ref, ref_score = _hf_beam(hf, ids, 10, width, tok.eos_token_id)
+        assert ours.tokens.tolist() == ref
+        assert ours.score == ours.logprob == pytest.approx(ref_score, abs=1e-4)
+
+
+def test_beam_width_one_with_eos():
+    """Width 1 is greedy up to the first EOS at alpha = 0; with alpha > 0 it may pass over that EOS."""
+    probs = torch.full((5, 5), 1e-9)
+    probs[0] = torch.tensor([0.0, 0.4, 0.0, 0.0, 0.6])  # EOS (4) is the argmax after the prompt
+    probs[1] = torch.tensor([0.0, 0.0, 0.99, 0.0, 0.01])
+    probs[2] = torch.tensor([0.0, 0.0, 0.0, 0.99, 0.01])
+    probs[3] = torch.tensor([0.0, 0.0, 0.0, 0.01, 0.99])
+    probs[4] = torch.full((5,), 0.2)
+    m = Bigram(torch.log(probs + 1e-12))
+    assert greedy_decode(m, torch.tensor([0]), 1).tolist() == [4]
+    assert beam_search(m, torch.tensor([0]), 6, beam_width=1, eos_id=4).tokens.tolist() == [4]
+    longer = beam_search(m, torch.tensor([0]), 6, beam_width=1, length_penalty=2.0, eos_id=4)
+    assert longer.tokens.tolist() == [1, 2, 3, 4]  # log(0.4 * 0.99^3) / lp(4) = -0.42 > log(0.6) / lp(1) = -0.51

@@ -511,17 +511,67 @@ def test_01c_number_tokens_reference_is_the_group_rule():
 
 
 # ---------------------------------------------------------------- chapter 06c (decoding)
+def _tokens_per_round(a, k):
+    return float(k + 1) if a == 1 else (1 - a ** (k + 1)) / (1 - a)
+
+
+def _accept_reject(p, q, drafts, u, residual=True, prefix=True):
+    k = len(drafts)
+    ok = [bool(u[i] < p[i, drafts[i]] / q[i, drafts[i]]) for i in range(k)]
+    n = ok.index(False) if prefix and False in ok else (k if prefix else sum(ok))
+    if n == k:
+        return n, p[k]
+    r = torch.clamp(p[n] - q[n], min=0.0) if residual else p[n]
+    return n, r / r.sum()
+
+
 SOLUTIONS.update({
-    "06c.1": lambda a, k: float(k + 1) if a == 1 else (1 - a ** (k + 1)) / (1 - a),
+    "06c.1": lambda a, k, c: _tokens_per_round(a, k) / (k * c + 1),
     "06c.2": lambda n, k: math.ceil(n / (k + 1)),
-    "06c.3": {"width_1_is_greedy": True, "width_4_never_worse": False},
+    "06c.3": {"width_1_no_eos": True, "width_1_eos_alpha": False, "width_4_never_worse": False},
+    "06c.4": _accept_reject,
 })
 WRONG.update({
-    "06c.1": [lambda a, k: float(k) if a == 1 else (1 - a ** k) / (1 - a), lambda a, k: 1 + a * k],
+    "06c.1": [lambda a, k, c: _tokens_per_round(a, k), lambda a, k, c: _tokens_per_round(a, k) / (k * c)],
     "06c.2": [lambda n, k: n // (k + 1), lambda n, k: math.ceil(n / k)],
-    "06c.3": [{"width_1_is_greedy": True, "width_4_never_worse": True},
-              {"width_1_is_greedy": False, "width_4_never_worse": False}],
+    "06c.3": [{"width_1_no_eos": True, "width_1_eos_alpha": True, "width_4_never_worse": False},
+              {"width_1_no_eos": True, "width_1_eos_alpha": False, "width_4_never_worse": True},
+              {"width_1_no_eos": False, "width_1_eos_alpha": False, "width_4_never_worse": False}],
+    "06c.4": [lambda p, q, d, u: _accept_reject(p, q, d, u, residual=False),
+              lambda p, q, d, u: _accept_reject(p, q, d, u, prefix=False)],
 })
+
+
+def test_06c_eos_trap_beam_of_one_passes_over_the_eos_for_any_jitter():
+    from llmbook.decoding import beam_search
+    for seed in range(20):
+        fn = ex.ch06c._bigram_fn(ex.ch06c._eos_trap(random.Random(seed)))
+        assert beam_search(fn, torch.tensor([0]), 6, beam_width=1, eos_id=4).tokens.tolist() == [4]
+        assert beam_search(fn, torch.tensor([0]), 6, beam_width=1, length_penalty=1.5,
+                           eos_id=4).tokens.tolist() == [1, 2, 3, 4]
+
+
+def test_06c_accept_reject_reference_equals_the_library_round():
+    """The checker's reference step replays speculative_generate's first round exactly (same draws)."""
+    from llmbook.decoding import speculative_generate
+    for seed in range(10):
+        g = torch.Generator().manual_seed(seed)
+        P, Q = torch.softmax(2 * torch.randn(6, 6, generator=g), -1), torch.softmax(2 * torch.randn(6, 6, generator=g), -1)
+        k, g1, g2 = 3, torch.Generator().manual_seed(100 + seed), torch.Generator().manual_seed(100 + seed)
+        out = speculative_generate(lambda ids: P.log()[ids], lambda ids: Q.log()[ids], torch.tensor([0]), k + 1,
+                                   k=k, generator=g1)
+        drafts, qs, last = [], [], 0
+        for _ in range(k):  # the draft phase, with the library's draws in the library's order
+            q = torch.softmax(Q.log()[last], -1)
+            last = int(torch.multinomial(q[None], 1, generator=g2))
+            drafts.append(last)
+            qs.append(q)
+        d = torch.tensor(drafts)
+        p = torch.softmax(P.log()[torch.cat([torch.tensor([0]), d])], -1)  # (k + 1, V)
+        u = torch.rand(k, generator=g2)
+        n, dist = ex.ch06c._accept_reject_ref(p, torch.stack(qs), d, u)
+        nxt = int(torch.multinomial(dist[None], 1, generator=g2))
+        assert out.tokens[:n + 1].tolist() == drafts[:n] + [nxt] and out.accepted >= n
 
 
 def test_06c_beam_trap_prunes_the_greedy_path_for_any_jitter():

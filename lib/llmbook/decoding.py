@@ -5,8 +5,14 @@ that look further ahead or reshape the logits with the history in mind:
 
 * ``beam_search``: keep the ``beam_width`` most probable partial sequences, ranked at
   the end with GNMT's length normalisation ``lp(Y) = ((5 + |Y|) / 6) ** alpha``
-  (Wu et al. 2016, *Google's Neural Machine Translation System*, eq. 14): raw
-  log-probability favours short hypotheses, dividing by ``lp`` evens that out.
+  (Wu et al. 2016, *Google's Neural Machine Translation System*, section 7, eq. 14; they
+  used alpha = 0.2 with a coverage penalty, the Transformer of Vaswani et al. 2017, section
+  6.1, alpha = 0.6 with a beam of 4): raw log-probability favours short hypotheses,
+  dividing by ``lp`` evens that out. With ``length_penalty=0`` the search is the same as
+  Hugging Face's ``generate(num_beams=k, length_penalty=0.0)`` with its default
+  ``early_stopping=False`` (same sequence, same score; tested on SmolLM2 and on random
+  LLaMAs); Hugging Face divides by ``|Y| ** alpha`` instead, so the two differ
+  for alpha > 0.
 * ``repetition_penalty``: the repetition penalty in Hugging Face's form
   (``RepetitionPenaltyLogitsProcessor``). CTRL (Keskar et al. 2019, *CTRL: A Conditional
   Transformer Language Model*, §4.1) divides the logits of the tokens it has already
@@ -24,10 +30,12 @@ that look further ahead or reshape the logits with the history in mind:
   token is drawn from ``norm(max(0, p - q))``; when all ``k`` are accepted a bonus token
   is drawn from the target's next distribution. Every emitted token is distributed
   exactly as the target alone would sample it.
-* ``NGramDraft``: a draft with no parameters, "prompt lookup" (Saxena 2023, *Prompt
-  Lookup Decoding*): find the latest earlier occurrence of the last n tokens in the
-  context and propose the token that followed it. Free to run, and good exactly where
-  the output copies the input (summaries, edits, quoting, code).
+* ``NGramDraft``: a draft with no parameters, a variant of "prompt lookup" (Saxena 2023,
+  *Prompt Lookup Decoding*): find the latest earlier occurrence of the last n tokens in the
+  context and propose the one token that followed it (Saxena's ``find_candidate_pred_tokens``
+  takes the first occurrence and proposes up to ``num_pred_tokens`` = 10 tokens at once).
+  Free to run, and good exactly where the output copies the input (summaries, edits,
+  quoting, code).
 * ``truncated_draft``: the draft made of the target's first ``n_layers`` blocks plus its
   final norm and (shared) head, no weights copied (the "self-speculative" / early-exit
   draft of Elhoushi et al. 2024, *LayerSkip*, without its training).
@@ -171,7 +179,7 @@ class _Stepper:
 
 
 def length_penalty(length: int, alpha: float) -> float:
-    """GNMT's length normalisation ``((5 + length) / 6) ** alpha`` (Wu et al. 2016, eq. 14).
+    """GNMT's length normalisation ``((5 + length) / 6) ** alpha`` (Wu et al. 2016, section 7, eq. 14).
 
     >>> length_penalty(1, 0.6), round(length_penalty(7, 1.0), 3)
     (1.0, 2.0)
@@ -200,9 +208,13 @@ def beam_search(model, prompt_ids: torch.Tensor, max_new_tokens: int, beam_width
     leaves the search as a finished hypothesis (the EOS counted in its length). The search
     stops after ``max_new_tokens`` steps or once ``beam_width`` hypotheses have finished;
     the finished and still-live hypotheses are then ranked by
-    ``logprob / ((5 + len) / 6) ** length_penalty`` (Wu et al. 2016), ``length_penalty``
-    being GNMT's alpha (0: raw log-probability; they used 0.6 to 0.7). ``beam_width=1``
-    is greedy decoding.
+    ``logprob / ((5 + len) / 6) ** length_penalty`` (Wu et al. 2016, section 7),
+    ``length_penalty`` being GNMT's alpha (0: raw log-probability; GNMT used 0.2, Vaswani
+    et al. 2017, section 6.1, 0.6). As in Hugging Face's beam search, each step keeps the
+    ``beam_width`` best candidates that do not end in EOS, so a beam lives on beside a
+    finished hypothesis. Hence ``beam_width=1`` is greedy decoding without ``eos_id`` or at
+    ``length_penalty=0`` (up to the first EOS), but not with ``eos_id`` and alpha > 0: the
+    width-1 beam then continues past an EOS that greedy would emit and may end longer.
 
     ``model``: see the module's protocol. ``prompt_ids``: (T,) or (1, T). Returns a
     ``BeamHypothesis`` whose ``tokens`` (new ids only) are on the model's device. Beam
@@ -550,9 +562,12 @@ class NGramDraft:
 
     For ``n = max_ngram .. 1``, the last ``n`` tokens are searched for in the rest of
     the sequence (prompt and generated tokens); at the latest match, the token right
-    after it is proposed. Without a match it proposes ``fallback_id``. The proposal is a
-    point mass (logits 0 there, -inf elsewhere, so ``q`` is one-hot at any temperature and
-    the acceptance probability is the target's ``p(x)``).
+    after it is proposed. A variant of Saxena's (2023) prompt lookup, which takes the
+    first match and proposes up to ``num_pred_tokens`` (10) tokens in one call; here
+    ``speculative_generate`` calls the draft once per drafted token, and each call looks
+    the suffix up again (its own proposals included). Without a match it proposes
+    ``fallback_id``. The proposal is a point mass (logits 0 there, -inf elsewhere, so ``q``
+    is one-hot at any temperature and the acceptance probability is the target's ``p(x)``).
 
     >>> d = NGramDraft(vocab_size=10)
     >>> int(d.next_token_logits(torch.tensor([[5, 6, 7, 1, 5, 6]])).argmax())  # ... 5 6 -> 7
