@@ -30,6 +30,8 @@ from llmbook.interp import INDUCTION_MODEL, INDUCTION_TASK, repeated_tokens, see
 
 COMMAND = "OMP_NUM_THREADS=1 ATEN_CPU_CAPABILITY=avx2 python scripts/induction_08e.py --workers 6 --out data/results/ch08e_induction.json"
 SEEDS = (0, 1, 2)
+SPLIT = "none"  # no corpus: synthetic data
+DATA = "fresh random sequences for every update (generator seed 1000 + seed); scores on one fixed batch of 256 (generator seed 999)"
 STEPS = 2000
 
 
@@ -63,6 +65,7 @@ def main() -> None:
     out = {
         "meta": {
             "command": COMMAND, "steps": args.steps, "seeds": list(SEEDS), "task": INDUCTION_TASK,
+            "split": SPLIT, "data": DATA,
             "model": INDUCTION_MODEL, "threads": torch.get_num_threads(),
             "kernel_path": os.environ.get("ATEN_CPU_CAPABILITY", "default for this CPU"),
             "torch": torch.__version__, "workers": args.workers, "seconds": round(time.time() - t0),
