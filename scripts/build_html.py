@@ -18,6 +18,11 @@ Widget outputs are replaced by HTML made from the widget state the notebook save
 - controls that need Python show their saved value, greyed out, with a note saying so;
 - other widgets show what they held (HTML, PNG images).
 
+A collapsed cell (an exercise's solution or discussion: ``jupyter.source_hidden`` in the cell's
+metadata, or ``llmbook.role`` "solution" / "discussion") is printed inside a closed ``<details>``
+element, input and outputs both: the page shows one line, "Solution to exercise 05.1 (click to
+show)", and the answer only when the reader opens it.
+
 Usage: ``python scripts/build_html.py [--out build/html] [notebooks ...]``.
 """
 
@@ -33,6 +38,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+from jinja2 import DictLoader
 from nbconvert import HTMLExporter
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,6 +67,49 @@ MATHJAX_FONTS = """<script type="text/x-mathjax-config">
 MathJax.Hub.Config({"HTML-CSS": {availableFonts: [], preferredFont: null, webFont: "STIX-Web", imageFont: null}});
 </script>
 <style>.MJX_Assistive_MathML [mathvariant]{font-family:inherit !important}</style>"""
+
+
+HIDDEN_ROLES = ("solution", "discussion")
+# nbconvert's lab template with every collapsed cell inside a closed <details> element.
+TEMPLATE_FILE = "llmbook_static.html.j2"
+TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
+{% block any_cell %}
+{%- set summary = cell.metadata.get('llmbook_static', {}).get('summary') -%}
+{%- if summary -%}
+<details class="llmbook-solution"><summary>{{ summary | e }}</summary>
+{{ super() }}
+</details>
+{%- else -%}
+{{ super() }}
+{%- endif -%}
+{% endblock any_cell %}
+"""
+SOLUTION_CSS = """<style>
+details.llmbook-solution{margin:6px 0 10px;border-left:3px solid #c9c9c9;padding-left:8px}
+details.llmbook-solution>summary{cursor:pointer;color:#555;font-style:italic;padding:2px 0;font-family:var(--jp-ui-font-family,sans-serif)}
+details.llmbook-solution[open]>summary{margin-bottom:4px}
+</style>"""
+
+
+def is_collapsed(cell) -> bool:
+    """Whether the notebook keeps this cell folded: an exercise's solution or its discussion."""
+    meta = cell.get("metadata", {})
+    return bool(meta.get("jupyter", {}).get("source_hidden")) or meta.get("llmbook", {}).get("role") in HIDDEN_ROLES
+
+
+def fold_solutions(nb) -> int:
+    """Mark every collapsed cell for the template's ``<details>`` (see ``TEMPLATE``); return how many."""
+    n = 0
+    for cell in nb.cells:
+        if not is_collapsed(cell):
+            continue
+        meta = cell.metadata.get("llmbook", {})
+        what = "Discussion of" if meta.get("role") == "discussion" or cell.cell_type == "markdown" else "Solution to"
+        exercise = meta.get("exercise")
+        summary = f"{what} exercise {exercise}" if exercise else f"{what} the exercise"
+        cell.metadata["llmbook_static"] = {"summary": summary + " (click to show)"}
+        n += 1
+    return n
 
 
 def _ref(value) -> str | None:
@@ -207,7 +256,9 @@ def build_page(path: Path, mathjax_url: str = "") -> tuple[str, int]:
         raise ValueError(f"mathjax_url must be a local, relative address, got {mathjax_url!r}")
     nb = nbformat.read(path, as_version=4)
     nb, fronts = static_notebook(nb)
-    exporter = HTMLExporter(template_name="lab")
+    folded = fold_solutions(nb)
+    exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({TEMPLATE_FILE: TEMPLATE})],
+                            template_file=TEMPLATE_FILE)
     exporter.mathjax_url = mathjax_url
     exporter.require_js_url = ""
     exporter.jquery_url = ""
@@ -218,6 +269,11 @@ def build_page(path: Path, mathjax_url: str = "") -> tuple[str, int]:
         if page.count(script) != 1:
             raise RuntimeError(f"{path.name}: expected nbconvert's template to load MathJax once from {mathjax_url!r}")
         page = page.replace(script, MATHJAX_FONTS + "\n" + script, 1)
+    if folded:
+        wrapped = page.count('<details class="llmbook-solution">')
+        if wrapped != folded:
+            raise RuntimeError(f"{path.name}: {folded} collapsed cell(s), but the template folded {wrapped}")
+        page = page.replace("</head>", SOLUTION_CSS + "\n</head>", 1)
     if fronts:
         module = (FRONTEND / "render.js").read_text(encoding="utf-8") + "\n" + (FRONTEND / "static.js").read_text(encoding="utf-8")
         page = page.replace("</body>", f'<script type="module" id="llmbook-render">\n{module}\n</script>\n</body>', 1)

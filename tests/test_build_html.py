@@ -1,5 +1,6 @@
 """scripts/build_html.py (make html) without a browser: widget outputs become static HTML, nothing remote stays."""
 
+import re
 import sys
 from pathlib import Path
 
@@ -9,7 +10,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 import pytest  # noqa: E402
-from build_html import build_page, copy_mathjax, remote_references, static_notebook, strip_remote  # noqa: E402
+from build_html import (build_page, copy_mathjax, fold_solutions, is_collapsed, remote_references,  # noqa: E402
+                        static_notebook, strip_remote)
 
 
 def _model(name, module="@jupyter-widgets/controls", **state):
@@ -103,3 +105,63 @@ def test_copy_mathjax_brings_scripts_and_fonts(tmp_path):
     assert (target / "MathJax.js").is_file() and (target / "config" / "TeX-AMS-MML_HTMLorMML-full.js").is_file()
     assert any((target / "fonts" / "HTML-CSS" / "STIX-Web" / "woff").glob("*.woff"))
     copy_mathjax(tmp_path)  # a second build over the first one
+
+
+def _exercise_notebook(tmp_path) -> Path:
+    """An exercise, its collapsed solution (source and a printed answer) and a collapsed discussion."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_markdown_cell("### Exercise 05.1\nWrite `half(d)`."))
+    solution = nbformat.v4.new_code_cell("# Solution (click to expand)\ndef half(d):\n    return d / 2  # SOLUTION-SOURCE")
+    solution.metadata.update({"jupyter": {"source_hidden": True, "outputs_hidden": True},
+                              "llmbook": {"exercise": "05.1", "role": "solution"}})
+    solution.outputs = [nbformat.v4.new_output("stream", name="stdout", text="SOLUTION-PRINTED 64\n")]
+    discussion = nbformat.v4.new_markdown_cell("**Discussion (after you tried)** DISCUSSION-TEXT")
+    discussion.metadata.update({"jupyter": {"source_hidden": True}, "llmbook": {"exercise": "05.1", "role": "discussion"}})
+    shown = nbformat.v4.new_code_cell("print('VISIBLE-CELL')")
+    shown.outputs = [nbformat.v4.new_output("stream", name="stdout", text="VISIBLE-OUTPUT\n")]
+    nb.cells += [solution, discussion, shown]
+    path = tmp_path / "exercise.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_collapsed_cells_are_found_by_their_metadata():
+    role_only = nbformat.v4.new_code_cell("x")
+    role_only.metadata["llmbook"] = {"role": "solution"}
+    hidden_only = nbformat.v4.new_code_cell("x")
+    hidden_only.metadata["jupyter"] = {"source_hidden": True}
+    exercise = nbformat.v4.new_code_cell("x")
+    exercise.metadata["llmbook"] = {"exercise": "00.1", "role": "exercise"}
+    assert is_collapsed(role_only) and is_collapsed(hidden_only)
+    assert not is_collapsed(exercise) and not is_collapsed(nbformat.v4.new_markdown_cell("text"))
+
+
+def test_solutions_are_folded_in_closed_details(tmp_path):
+    page, _ = build_page(_exercise_notebook(tmp_path))
+    # each collapsed cell, input and output, sits inside its own closed <details>; the rest is outside
+    blocks = re.findall(r'<details class="llmbook-solution">(.*?)</details>', page, re.S)
+    assert len(blocks) == 2 and "<details open" not in page and 'llmbook-solution" open' not in page
+    assert "<summary>Solution to exercise 05.1 (click to show)</summary>" in blocks[0]
+    assert "SOLUTION-SOURCE" in blocks[0] and "SOLUTION-PRINTED" in blocks[0]
+    assert "<summary>Discussion of exercise 05.1 (click to show)</summary>" in blocks[1] and "DISCUSSION-TEXT" in blocks[1]
+    outside = re.sub(r'<details class="llmbook-solution">.*?</details>', "", page, flags=re.S)
+    for secret in ("SOLUTION-SOURCE", "SOLUTION-PRINTED", "DISCUSSION-TEXT"):
+        assert secret not in outside
+    assert "VISIBLE-CELL" in outside and "VISIBLE-OUTPUT" in outside and "Exercise 05.1" in outside
+    assert "details.llmbook-solution" in page  # its style sheet, inline
+
+
+def test_chapter_0_shows_no_solution_outside_its_details():
+    """On a real chapter: every collapsed cell of the notebook (found by its cell id) is inside a closed <details>."""
+    path = REPO / "notebooks" / "00_introduction.ipynb"
+    hidden = [c.id for c in nbformat.read(path, as_version=4).cells if c.metadata.get("jupyter", {}).get("source_hidden")]
+    assert len(hidden) >= 5  # exercises 00.1-00.5
+    page, _ = build_page(path)
+    blocks = re.findall(r'<details class="llmbook-solution">(.*?)</details>\s*(?=<div|<details|</main|</body)', page, re.S)
+    assert len(blocks) == len(hidden)
+    for block, cell_id in zip(blocks, hidden):
+        assert f'id="cell-id={cell_id}"' in block
+    assert "possible histories: 80^2" in "".join(blocks)  # 00.4's printed answer, folded
+    outside = re.sub(r'<details class="llmbook-solution">.*?</details>\s*(?=<div|<details|</main|</body)', "", page, flags=re.S)
+    assert not any(f'id="cell-id={cell_id}"' in outside for cell_id in hidden)
+    assert "possible histories: 80^2" not in outside

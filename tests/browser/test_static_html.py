@@ -1,7 +1,8 @@
 """The static HTML book (make html) in Chromium, opened from disk (file://, no server, network
 off): chapter 3's attention explorer, rebuilt from the notebook's saved widget state, switches
 heads and rescales in the page itself (with the mouse and with the keyboard), its equations are
-typeset by the MathJax copied next to the page, and nothing is fetched from the network."""
+typeset by the MathJax copied next to the page, its exercise solutions stay folded until opened,
+and nothing is fetched from the network."""
 
 import re
 import subprocess
@@ -151,6 +152,40 @@ def test_static_slider_moves_with_the_keyboard(browser, built):
         slider.press("Home")
         page.wait_for_timeout(150)
         assert "scale 0.1" in picture.inner_html()
+    finally:
+        context.close()
+    assert errors == []
+    assert remote == []
+
+
+def test_solutions_stay_hidden_until_opened(browser, built):
+    """Chapter 3's exercise solutions: one closed line each; the code and what it prints show only once opened."""
+    context, page, remote, errors = _open_offline(browser, built)
+    try:
+        folds = page.locator("details.llmbook-solution")
+        n = folds.count()
+        assert n >= 5  # exercises 03.1-03.5
+        visible_text = page.evaluate("() => document.body.innerText")
+        assert "math.sqrt(q.shape[-1])" in page.evaluate("() => document.body.textContent")  # 03.2's answer: in the page, not shown
+        assert "math.sqrt(q.shape[-1])" not in visible_text
+        for i in range(n):
+            fold = folds.nth(i)
+            summary = fold.locator(":scope > summary")
+            summary.scroll_into_view_if_needed()
+            assert summary.is_visible() and summary.inner_text().startswith("Solution to exercise 03.")
+            cell = fold.locator(".jp-Cell").first
+            assert not cell.is_visible(), f"{summary.inner_text()}: the solution shows before it is opened"
+        second = folds.nth(1)  # 03.2
+        assert second.locator(":scope > summary").inner_text() == "Solution to exercise 03.2 (click to show)"
+        second.locator(":scope > summary").click()
+        cell = second.locator(".jp-Cell").first
+        cell.wait_for(state="visible", timeout=5_000)
+        assert "math.sqrt(q.shape[-1])" in cell.inner_text()
+        assert "math.sqrt(q.shape[-1])" in page.evaluate("() => document.body.innerText")
+        assert not folds.nth(2).locator(".jp-Cell").first.is_visible()  # the others stay closed
+        shots = REPO / "tests" / "browser" / "screenshots"
+        shots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shots / "static_html_ch03_solution.png"))
     finally:
         context.close()
     assert errors == []
