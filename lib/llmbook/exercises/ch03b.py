@@ -16,7 +16,7 @@ def _state(x: torch.Tensor) -> tuple[float, float]:
     return m, float(torch.exp(x - m).sum())
 
 
-@_register("03b.1", "Merge two partial softmax states", "complete",
+@_register("03b.1", "Merge two partial softmax states", "derive",
            "def merge(m_a, l_a, m_b, l_b):\n    return NotImplemented  # (m, l)")
 def _ex_03b_1(answer, rng, ctx):
     cases = []
