@@ -73,7 +73,8 @@ def lens_html(table: Mapping, inputs: Sequence[str], title: str = "", mark: str 
 
 
 def lens_figure(table: Mapping, inputs: Sequence[str], title: str = "", mark: str | None = None) -> Figure:
-    """The same grid in matplotlib: the top token's probability as colour, the token written in each cell."""
+    """The same grid in matplotlib: the top token's probability as colour, the token written in each cell
+    (in orange where it equals ``mark``)."""
     probs = np.array([[row[0] for row in layer] for layer in table["probs"]])  # (L + 1, T)
     n_rows, T = probs.shape
     fig, ax = plt.subplots(figsize=(max(6.0, 0.62 * T + 1.5), max(3.0, 0.26 * n_rows + 1.3)))
@@ -81,9 +82,9 @@ def lens_figure(table: Mapping, inputs: Sequence[str], title: str = "", mark: st
     for r in range(n_rows):
         for t in range(T):
             top = table["tokens"][r][t][0]
+            marked = mark is not None and top == mark
             ax.text(t, r, _show(top)[:8], ha="center", va="center", fontsize=6.5,
-                    color="white" if probs[r, t] > 0.6 else "black",
-                    fontweight="bold" if mark is not None and top == mark else "normal")
+                    color="#D55E00" if marked else ("white" if probs[r, t] > 0.6 else "black"))
     ax.set_xticks(range(T), [_show(s) for s in inputs], rotation=90, fontsize=8)
     ax.set_yticks(range(n_rows), ["embed"] + [str(i) for i in range(1, n_rows)], fontsize=7)
     ax.set_xlabel("input token (position)")
