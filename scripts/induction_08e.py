@@ -1,6 +1,6 @@
 """Chapter 8e's induction-head runs: a two-layer and a one-layer attention-only model, three seeds each.
 
-The notebook (``notebooks/08e_interpretability.ipynb``, section 1) trains seed 0 of the two-layer
+The notebook (``notebooks/08e_interpretability.ipynb``, section 1) trains seed 1 of the two-layer
 model live with the same function and checks it against this file. Each run is
 ``llmbook.interp.train_induction``: an ``AttnOnlyTransformer`` (4 heads, width 64, no MLP, no
 norm) trained for 2,000 AdamW updates (rate 3e-3, batch 64) on ``repeated_tokens`` (32 tokens from

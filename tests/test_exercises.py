@@ -655,12 +655,17 @@ def _patch_in_place(x, clean, pos):
     return x
 
 
-SOLUTIONS.update({"08e.1": _silence, "08e.2": _prefix, "08e.3": _patch})
+def _uniform_prefix(T, n):
+    return sum(1.0 / (t + 1) for t in range(T - n, T)) / n
+
+
+SOLUTIONS.update({"08e.1": _silence, "08e.2": _prefix, "08e.3": _patch, "08e.4": _uniform_prefix})
 WRONG.update({
     "08e.1": [lambda h: _silence(h, axis=1), lambda h: _silence(h, in_place=True),  # a position, not a head; in place
               lambda h: (lambda z, name: torch.zeros_like(z))],  # every head
     "08e.2": [lambda p, n: _prefix(p, n, shift=0), lambda p, n: p.diagonal(-1, dim1=-2, dim2=-1).mean((0, 2))],
     "08e.3": [_patch_in_place, lambda x, c, p: c.clone(), lambda x, c, p: torch.cat([x[:, :p], c[:, p:]], 1)],
+    "08e.4": [lambda T, n: 1.0 / T, lambda T, n: 1.0 / n, lambda T, n: 1.0 / (T - n + 1)],
 })
 
 

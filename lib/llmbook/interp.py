@@ -10,9 +10,9 @@ Covers
   with ``n`` drawn per sequence, so no fixed offset gives the answer away.
 - Head scores on such sequences: ``previous_token_score`` (attention from each token to the
   one before), ``prefix_matching_score`` (attention from a token of the second copy to the
-  token after its earlier occurrence: Olsson et al.'s prefix matching), ``copying_score`` (the
-  share of the eigenvalues of a head's OV circuit W_U W_O W_V W_E that are positive: Elhage
-  et al.'s copying measure), and ``induction_score`` = prefix matching x copying: Olsson et al.
+  token after its earlier occurrence: Olsson et al.'s prefix matching), ``copying_score`` (the sum
+  of the eigenvalues of a head's OV circuit W_U W_O W_V W_E over the sum of their absolute
+  values: Elhage et al.'s copying measure, 1 for a head that only copies), and ``induction_score`` = prefix matching x copying: Olsson et al.
   call a head an induction head when it does both.
 - ``logit_lens`` (nostalgebraist 2020, *interpreting GPT: the logit lens*): every layer's
   residual stream read through the final norm and the unembedding.

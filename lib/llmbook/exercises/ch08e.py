@@ -116,3 +116,24 @@ def _ex_08e_3(answer, rng, ctx):
                           else x, "positions are the second index: x[:, pos], not x[pos]")],
                   hint="return a copy of x whose position pos (in every row of the batch) is taken from clean",
                   show=lambda a: f"x and clean of shape {tuple(a[0].shape)}, pos={a[2]}")
+
+
+@_register("08e.4", "What uniform attention scores", "derive",
+           "def uniform_prefix_score(T, n):\n    return NotImplemented  # a float")
+def _ex_08e_4(answer, rng, ctx):
+    from ..interp import prefix_matching_score
+
+    def ref(T, n):  # measured: the score of a head that spreads its weight evenly over what it may see
+        pattern = torch.ones(T, T, dtype=torch.float64).tril()
+        pattern = (pattern / pattern.sum(-1, keepdim=True))[None, None]
+        return float(prefix_matching_score(pattern, torch.tensor([n]))[0])
+
+    cases = [(2 * n, n) for n in (1, 4)] + [(T, rng.randint(1, T // 2)) for T in (rng.randint(6, 40) for _ in range(5))]
+    return _cases(answer, ref, cases, rel=1e-9,
+                  wrong=[(lambda T, n: 1.0 / T, "a causal head at position t spreads over t + 1 positions, not all T"),
+                         (lambda T, n: sum(1.0 / t for t in range(T - n, T)) / n if T - n > 0 else 0.0,
+                          "position t (counting from 0) sees t + 1 positions: itself and the t before it"),
+                         (lambda T, n: 1.0 / n, "the weight at t is 1 / (t + 1), averaged over the n positions of the second copy")],
+                  hint="the score averages, over the positions t = T - n .. T - 1 of the second copy, the weight "
+                       "on position t - n + 1; uniform causal attention puts 1 / (t + 1) on every position it sees",
+                  show=lambda a: f"T={a[0]}, n={a[1]}")
