@@ -21,10 +21,11 @@ Rows, each over seeds 0, 1, 2:
     * the frozen MiniLM's pooled [CLS] vectors + a linear layer, and
     * the frozen MiniLM's *mean-pooled* token vectors + a linear layer (the vectors
       sentence-transformers trained all-MiniLM-L6-v2 to produce; the pooler took no part).
-      Each probe is full-batch AdamW logistic regression (``probe_accuracy``) on features
+      Each probe is full-batch AdamW logistic regression (``llmbook.bert.linear_probe``) on features
       standardised with the training tweets' mean and standard deviation (``standardise``);
       its weight decay is chosen from ``WEIGHT_DECAYS`` on the validation set (mean over the
-      seeds), and the file records whether the choice lies inside the grid (``bracketed``).
+      seeds), and the file records whether the choice lies inside the grid (``bracketed``). Both kinds of
+      vector come from one pass of the frozen encoder (``pooled_features(..., pooling=("cls", "mean"))``).
 Decisions (learning rate, weight decay) use validation accuracy only; test accuracy is computed
 once per seed, for the chosen setting, and stored with the per-tweet correctness (``test_correct``,
 one character per test tweet) so that rows can be compared tweet by tweet (paired). Deterministic
@@ -46,8 +47,6 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
@@ -56,10 +55,10 @@ from llmbook.bert import (  # noqa: E402
     Bert,
     BertForSequenceClassification,
     balanced_subset,
-    batch_encode,
     classify_correct,
     fine_tune,
-    mean_pool,
+    linear_probe,
+    pooled_features,
 )
 from llmbook.data import load_sentiment  # noqa: E402
 from llmbook.device import default_device, seed_everything  # noqa: E402
@@ -91,20 +90,6 @@ def tweet_splits(n_train_per_class: int = 1000, n_eval_per_class: int = 250):
     return train, val, test
 
 
-@torch.no_grad()
-def frozen_features(model: Bert, tokenizer, data, max_len: int = 32, batch_size: int = 128):
-    """(pooled [CLS], mean of token vectors) of the frozen encoder, each (len(data), D)."""
-    model.eval()
-    dev = next(model.parameters()).device
-    pooled, mean = [], []
-    for i in range(0, len(data), batch_size):
-        b = {k: v.to(dev) for k, v in batch_encode(tokenizer, [t for t, _ in data[i:i + batch_size]], max_len=max_len).items()}
-        out = model(**b)
-        pooled.append(out.pooled)
-        mean.append(mean_pool(out.last_hidden_state, b["attention_mask"]))
-    return torch.cat(pooled), torch.cat(mean)
-
-
 def standardise(f_train: torch.Tensor, *others: torch.Tensor) -> list[torch.Tensor]:
     """Every feature shifted and scaled to mean 0, standard deviation 1 *on the training rows*.
 
@@ -115,32 +100,6 @@ def standardise(f_train: torch.Tensor, *others: torch.Tensor) -> list[torch.Tens
     mu = f_train.mean(0, keepdim=True)
     sd = f_train.std(0, keepdim=True).clamp_min(1e-6)
     return [(f - mu) / sd for f in (f_train, *others)]
-
-
-def probe_correct(f_train, y_train, f_evals, y_evals, weight_decay: float, seed: int, steps: int = 300,
-                  lr: float = 1e-2) -> list[torch.Tensor]:
-    """Train a linear layer on frozen features (full-batch AdamW); one bool per item of each eval set."""
-    if weight_decay < 0:
-        raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        head = nn.Linear(f_train.shape[1], 2)
-    head = head.to(f_train.device)
-    opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=weight_decay)
-    for _ in range(steps):
-        loss = F.cross_entropy(head(f_train), y_train)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    with torch.no_grad():
-        return [(head(f).argmax(-1) == y).cpu() for f, y in zip(f_evals, y_evals)]
-
-
-def probe_accuracy(f_train, y_train, f_evals, y_evals, weight_decay: float, seed: int, steps: int = 300,
-                   lr: float = 1e-2) -> list[float]:
-    """Train a linear layer on frozen features (full-batch AdamW); its accuracy on each eval set."""
-    return [int(c.sum()) / len(c) for c in probe_correct(f_train, y_train, f_evals, y_evals, weight_decay, seed,
-                                                          steps=steps, lr=lr)]
 
 
 def bits(correct: torch.Tensor) -> str:
@@ -154,14 +113,17 @@ def probe_rows(feats: dict, ys: list, seeds, weight_decays=WEIGHT_DECAYS) -> dic
     best mean validation accuracy (ties: the smaller), whether that choice lies inside the grid (not its
     largest value; 0, no decay, is the natural lower end), and that probe's validation and test accuracy per
     seed with its per-item test correctness (test computed once, for the chosen decay)."""
+    def probe(f_tr, f_eval, y_eval, wd, seed):   # one bool per item of the eval set
+        return linear_probe(f_tr, ys[0], f_eval, y_eval, seed=seed, weight_decay=wd, per_item=True).cpu()
+
     rows = {}
     for name, (f_tr, f_va, f_te) in feats.items():
         f_tr, f_va, f_te = standardise(f_tr, f_va, f_te)
-        by_wd = {repr(wd): [probe_accuracy(f_tr, ys[0], [f_va], [ys[1]], wd, seed)[0] for seed in seeds]
-                 for wd in weight_decays}
+        val_by_wd = {wd: [probe(f_tr, f_va, ys[1], wd, seed) for seed in seeds] for wd in weight_decays}
+        by_wd = {repr(wd): [int(c.sum()) / len(c) for c in cs] for wd, cs in val_by_wd.items()}
         best_wd = max(weight_decays, key=lambda wd: (sum(by_wd[repr(wd)]), -wd))
-        val_c, test_c = zip(*(probe_correct(f_tr, ys[0], [f_va, f_te], [ys[1], ys[2]], best_wd, seed)
-                              for seed in seeds))
+        val_c = val_by_wd[best_wd]
+        test_c = [probe(f_tr, f_te, ys[2], best_wd, seed) for seed in seeds]   # the test set, once per seed
         rows[name] = {"val_acc_by_weight_decay": by_wd, "weight_decay": best_wd,
                       "bracketed": best_wd < max(weight_decays),
                       "val_acc": [int(c.sum()) / len(c) for c in val_c],
@@ -260,7 +222,7 @@ def main() -> None:
     frozen = Bert.from_pretrained_minilm().to(device)
     feats = {name: [] for name in ("cls", "mean")}
     for d in (tw_train, tw_val, tw_test):
-        cls, mean = frozen_features(frozen, wp, d, max_len)
+        cls, mean = pooled_features(frozen, wp, d, max_len, pooling=("cls", "mean"))
         feats["cls"].append(cls)
         feats["mean"].append(mean)
     del frozen

@@ -41,11 +41,21 @@ def test_probe_rows_keeps_the_best_validation_decay():
     assert min(row["test_acc"]) > 0.6  # the features carry the label
 
 
-def test_probe_rejects_negative_weight_decay():
+def test_the_script_uses_the_library_features_and_probe():
+    """The frozen features and the probe are the library's (issue 32): no copies in the script."""
+    import llmbook.bert_finetune as lib
+
     m = _load()
-    f, y = torch.randn(4, 2), torch.tensor([0, 1, 0, 1])
-    with pytest.raises(ValueError, match="weight_decay"):
-        m.probe_accuracy(f, y, [f], [y], weight_decay=-1.0, seed=0)
+    assert m.pooled_features is lib.pooled_features and m.linear_probe is lib.linear_probe
+    for copy in ("frozen_features", "probe_correct", "probe_accuracy"):
+        assert not hasattr(m, copy), copy
+    g = torch.Generator().manual_seed(1)
+    y = [torch.randint(0, 2, (n,), generator=g) for n in (60, 30, 30)]
+    f = [torch.randn(len(t), 4, generator=g) + t[:, None].float() for t in y]
+    row = m.probe_rows({"x": f}, y, seeds=[0], weight_decays=(0.0, 1.0))["x"]
+    f_tr, _, f_te = m.standardise(*f)
+    hits = lib.linear_probe(f_tr, y[0], f_te, y[2], seed=0, weight_decay=row["weight_decay"], per_item=True)
+    assert row["test_correct"] == [m.bits(hits)]      # the test column is linear_probe's, on standardised features
 
 
 def test_committed_result_records_its_protocol():

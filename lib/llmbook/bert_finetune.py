@@ -7,20 +7,23 @@ here is importable from ``llmbook.bert`` too, as before the split.
 * ``fine_tune`` a ``BertForSequenceClassification``; ``classify_accuracy`` and
   ``classify_correct`` (per item, for paired comparisons); ``balanced_subset`` for the
   sentiment data.
-* The feature-based ablation: ``pooled_features`` of a frozen ``Bert`` + ``linear_probe``.
+* The feature-based ablation: ``pooled_features`` of a frozen ``Bert`` (pooled [CLS] or mean of the
+  token vectors) + ``linear_probe``.
+
+``classify_correct`` and ``pooled_features`` share one batched evaluation loop (``_no_grad_batches``).
 """
 
 from __future__ import annotations
 
 import math
 import random
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from llmbook.bert import Bert, BertForSequenceClassification
+from llmbook.bert import Bert, BertForSequenceClassification, mean_pool
 from llmbook.bert_data import batch_encode
 from llmbook.device import model_device
 
@@ -61,25 +64,47 @@ def linear_warmup_decay(optimizer: torch.optim.Optimizer, warmup_steps: int, tot
 
 # ---------------------------------------------------------------------------- fine-tuning
 @torch.no_grad()
+def _no_grad_batches(model: nn.Module, tokenizer, data: Sequence[tuple[str, int]], step: Callable,
+                     max_len: int, batch_size: int) -> torch.Tensor | tuple[torch.Tensor, ...]:
+    """``step(batch, chunk)`` on every batch of ``data``, in eval mode and without gradients; the results
+    concatenated along dim 0 (a tuple of results, each concatenated, when ``step`` returns a tuple).
+
+    ``batch`` is ``batch_encode``'s dict (``input_ids``, ``token_type_ids``, ``attention_mask``) of the
+    texts of ``chunk`` (the next ``batch_size`` pairs of ``data``), on the model's device. The model's
+    training mode is restored afterwards. The one evaluation loop of ``classify_correct`` and
+    ``pooled_features``.
+    """
+    if len(data) == 0:
+        raise ValueError("data is empty")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    was_training = model.training
+    model.eval()
+    dev = model_device(model)
+    outs = []
+    try:
+        for i in range(0, len(data), batch_size):
+            chunk = data[i : i + batch_size]
+            b = {k: v.to(dev) for k, v in batch_encode(tokenizer, [t for t, _ in chunk], max_len=max_len).items()}
+            outs.append(step(b, chunk))   # results stay on the device: no sync per batch
+    finally:
+        model.train(was_training)
+    if isinstance(outs[0], tuple):
+        return tuple(torch.cat(parts) for parts in zip(*outs))
+    return torch.cat(outs)
+
+
 def classify_correct(model: BertForSequenceClassification, tokenizer, data: Sequence[tuple[str, int]], max_len: int = 48, batch_size: int = 128) -> torch.Tensor:
     """One bool per ``(text, label)`` pair: did ``model`` predict the label? Shape (len(data),), on the model's device.
 
     Per-item results let two classifiers scored on the same items be compared item by item
     (a paired comparison, ``llmbook.stats.compare(..., paired=True)``).
     """
-    if len(data) == 0:
-        raise ValueError("data is empty")
-    was_training = model.training
-    model.eval()
-    dev = model_device(model)
-    hits = []
-    for i in range(0, len(data), batch_size):
-        chunk = data[i : i + batch_size]
-        b = {k: v.to(dev) for k, v in batch_encode(tokenizer, [t for t, _ in chunk], max_len=max_len).items()}
+    def step(b: dict, chunk: Sequence[tuple[str, int]]) -> torch.Tensor:
         pred = model(b["input_ids"], b["token_type_ids"], b["attention_mask"]).argmax(-1)
-        hits.append(pred == torch.tensor([y for _, y in chunk], device=dev))   # stays on the device: no sync per batch
-    model.train(was_training)
-    return torch.cat(hits)
+        return pred == torch.tensor([y for _, y in chunk], device=pred.device)
+
+    return _no_grad_batches(model, tokenizer, data, step, max_len, batch_size)
 
 
 def classify_accuracy(model: BertForSequenceClassification, tokenizer, data: Sequence[tuple[str, int]], max_len: int = 48, batch_size: int = 128) -> float:
@@ -166,47 +191,60 @@ def balanced_subset(data: Sequence[tuple[str, int]], n_per_class: int, seed: int
     return out
 
 
-@torch.no_grad()
-def pooled_features(model: Bert, tokenizer, data: Sequence[tuple[str, int]], max_len: int = 48, batch_size: int = 128) -> torch.Tensor:
-    """The frozen encoder's pooled [CLS] vectors, (len(data), D), for feature extraction."""
+_POOLINGS = ("cls", "mean")
+
+
+def pooled_features(model: Bert, tokenizer, data: Sequence[tuple[str, int]], max_len: int = 48, batch_size: int = 128,
+                    pooling: str | tuple[str, ...] = "cls") -> torch.Tensor | tuple[torch.Tensor, ...]:
+    """The frozen encoder's sentence vectors, (len(data), D), for feature extraction.
+
+    ``pooling="cls"``: the pooled [CLS] vector (what BERT's classifiers read); ``"mean"``: the mean of
+    the token vectors over the attention mask (``mean_pool``, what sentence-transformers trained
+    all-MiniLM-L6-v2 to produce). A tuple such as ``("cls", "mean")`` returns one tensor per entry,
+    all from one pass over ``data``.
+    """
     if not isinstance(model, Bert):
         raise TypeError(f"model must be a Bert encoder, got {type(model).__name__}")
-    if len(data) == 0:
-        raise ValueError("data is empty")
-    was_training = model.training
-    model.eval()
-    dev = model_device(model)
-    feats = []
-    for i in range(0, len(data), batch_size):
-        b = batch_encode(tokenizer, [t for t, _ in data[i : i + batch_size]], max_len=max_len)
-        feats.append(model(**{k: v.to(dev) for k, v in b.items()}).pooled)
-    model.train(was_training)
-    return torch.cat(feats)
+    kinds = (pooling,) if isinstance(pooling, str) else tuple(pooling)
+    if not kinds or any(k not in _POOLINGS for k in kinds):
+        raise ValueError(f"pooling must be one of {_POOLINGS} or a tuple of them, got {pooling!r}")
+
+    def step(b: dict, chunk: Sequence[tuple[str, int]]) -> tuple[torch.Tensor, ...]:
+        out = model(**b)
+        return tuple(out.pooled if k == "cls" else mean_pool(out.last_hidden_state, b["attention_mask"]) for k in kinds)
+
+    feats = _no_grad_batches(model, tokenizer, data, step, max_len, batch_size)
+    return feats[0] if isinstance(pooling, str) else feats
 
 
 def linear_probe(
     f_train: torch.Tensor, y_train: torch.Tensor, f_val: torch.Tensor, y_val: torch.Tensor,
-    steps: int = 300, lr: float = 1e-2, seed: int = 0,
-) -> float:
+    steps: int = 300, lr: float = 1e-2, seed: int = 0, weight_decay: float = 0.01, per_item: bool = False,
+) -> float | torch.Tensor:
     """Held-out accuracy of a linear layer (logistic regression) trained on frozen features.
 
-    Full-batch AdamW for ``steps`` steps from a seeded initialisation: BERT's
-    feature-based approach, against which fine-tuning every weight is compared.
+    Full-batch AdamW (decoupled ``weight_decay``; 0.01 is AdamW's default) for ``steps`` steps
+    from a seeded initialisation: BERT's feature-based approach, against which fine-tuning every
+    weight is compared. With ``per_item=True``: one bool per row of ``f_val`` (did the probe predict
+    its label?), on the features' device, for paired comparisons; the accuracy is its mean.
     """
     if f_train.dim() != 2 or f_val.dim() != 2 or f_train.shape[1] != f_val.shape[1]:
         raise ValueError(f"f_train and f_val must be (N, D) with the same D, got {tuple(f_train.shape)} and {tuple(f_val.shape)}")
     if len(y_train) != len(f_train) or len(y_val) != len(f_val):
         raise ValueError("y_train / y_val must have one label per feature row")
+    if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) or not weight_decay >= 0:
+        raise ValueError(f"weight_decay must be a number >= 0, got {weight_decay!r}")
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         head = nn.Linear(f_train.shape[1], int(max(y_train.max(), y_val.max())) + 1)
     head = head.to(f_train.device)  # the probe trains where the features are
     y_train, y_val, f_val = y_train.to(f_train.device), y_val.to(f_train.device), f_val.to(f_train.device)
-    opt = torch.optim.AdamW(head.parameters(), lr=lr)
+    opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=weight_decay)
     for _ in range(steps):
         loss = F.cross_entropy(head(f_train), y_train)
         opt.zero_grad()
         loss.backward()
         opt.step()
     with torch.no_grad():
-        return (head(f_val).argmax(-1) == y_val).float().mean().item()
+        correct = head(f_val).argmax(-1) == y_val
+    return correct if per_item else correct.float().mean().item()
