@@ -219,3 +219,45 @@ def test_bars_spec_checks_its_frames():
         bars_spec(["a"], [[1.0]], frame_labels=["x", "y"])
     with pytest.raises(ValueError, match="NaN"):
         bars_spec(["a"], [[float("nan")]])
+
+
+def test_typing_pause_redraws_once_after_the_last_keystroke():
+    """With ``typing_pause``, a text box that applies as the reader types redraws once the typing pauses
+    (inside the kernel, whose event loop runs the redraw); another control redraws at once, the typed
+    text included; outside an event loop every keystroke redraws (nothing would run the timer)."""
+    import asyncio
+
+    calls: list = []
+
+    def render(text: str, n: int) -> str:
+        calls.append((text, n))
+        return f"<p>{text} {n}</p>"
+
+    def make(pause: float) -> Explorer:
+        return Explorer(render, {"text": widgets.Textarea(value="a", continuous_update=True),
+                                 "n": widgets.IntSlider(value=1)}, typing_pause=pause)
+
+    async def typing(ex: Explorer, pause: float) -> None:
+        for word in ("ab", "abc", "abcd"):  # three keystrokes in quick succession
+            ex.controls["text"].value = word
+            await asyncio.sleep(pause / 10)
+        assert calls == [("a", 1)]  # nothing redrawn while typing
+        await asyncio.sleep(pause * 2)
+        assert calls == [("a", 1), ("abcd", 1)]  # one redraw, with the last text
+        ex.controls["text"].value = "x"
+        ex.controls["n"].value = 2  # a slider redraws at once and takes the pending text along
+        assert calls[-1] == ("x", 2)
+        await asyncio.sleep(pause * 2)
+        assert calls[-1] == ("x", 2) and len(calls) == 3  # the pending redraw was cancelled
+
+    asyncio.run(typing(make(0.2), 0.2))
+    calls.clear()
+    ex = make(0.2)  # no event loop: each keystroke redraws
+    ex.controls["text"].value = "ab"
+    assert calls == [("a", 1), ("ab", 1)]
+
+
+def test_typing_pause_is_checked():
+    for bad in (-1, 10, True, "0.5"):
+        with pytest.raises(ValueError, match="typing_pause"):
+            Explorer(lambda x: "<p></p>", {"x": widgets.Text()}, typing_pause=bad)

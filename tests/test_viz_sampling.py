@@ -160,3 +160,13 @@ def test_explorer_error_greys_the_browser_view(model_vocab):
     assert "empty" in str(ex.last_error) and ex.front.stale and ex.front.spec == before
     ex.controls["prompt"].value = "ab"
     assert ex.last_error is None and not ex.front.stale
+
+
+def test_prompt_box_applies_as_the_reader_types_after_a_pause(model_vocab):
+    """Review 2026-11-26 UX #17: the prompt box applies without leaving it, like chapters 0 and 1a's
+    text boxes, once the typing pauses (a new prompt runs the model)."""
+    model, vocab = model_vocab
+    ex = sampling_explorer(model, vocab, prompt="ROMEO:\nab", n_new=5)
+    box = ex.controls["prompt"]
+    assert box.continuous_update and ex.typing_pause >= 0.2
+    assert "click outside" not in ex.title and "pause typing" in ex.title

@@ -39,3 +39,37 @@ def test_ch06_sampling_explorer(lab):
     assert lab.page.locator(".llmbook-front-stale").first.is_visible()
     lab.set_text("prompt", "日本")
     assert "outside the vocabulary" in lab.error_text()
+
+
+# Counts the redraws of the first browser-drawn picture (each new spec from Python redraws it once).
+_COUNT_REDRAWS = """() => {
+  const pic = document.querySelector('.llmbook-view .llmbook-front-picture');
+  window.__llmbookRedraws = 0;
+  new MutationObserver(() => { window.__llmbookRedraws += 1; }).observe(pic, {childList: true});
+}"""
+
+
+def test_ch06_prompt_applies_as_you_type_without_leaving_the_box(lab):
+    """Review 2026-11-26 UX #17: the prompt box applies without a click outside it (as chapters 0 and
+    1a's text boxes do), once the typing pauses: a burst of keystrokes redraws once, and Enter is a
+    line break of the prompt that applies too."""
+    lab.open("tests/browser/fixtures/ch06_sampling.ipynb")
+    start = lab.view_svg()
+    prompt = lambda: lab.page.locator(".llmbook-view .llmbook-panel-text b").first.inner_text()  # the prompt, bold
+    box = lab.page.locator(".llmbook-ctl-prompt textarea").first
+    box.scroll_into_view_if_needed()
+    box.click()
+    lab.page.keyboard.press("Control+End")
+    lab.page.evaluate(_COUNT_REDRAWS)
+    box.press_sequentially("is it", delay=60)  # five keystrokes, no blur, no Enter
+    typed = lab.wait_view_change(start)
+    assert prompt() == "ROMEO:\nWhat is it"
+    assert box.evaluate("e => document.activeElement === e")  # the reader never left the box
+    lab.page.wait_for_timeout(1500)
+    assert lab.page.evaluate("() => window.__llmbookRedraws") == 1  # one redraw for the burst, not five
+    box.press("Enter")
+    box.press_sequentially("JULIET:", delay=60)
+    lab.wait_view_change(typed)
+    assert prompt() == "ROMEO:\nWhat is it\nJULIET:"
+    assert lab.page.locator(".llmbook-explorer b").first.inner_text().endswith("(the prompt applies when you pause typing)")
+    lab.save_screenshot("ch06_prompt_typed")

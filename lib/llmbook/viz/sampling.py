@@ -33,6 +33,7 @@ __all__ = ["token_label", "next_token_figure", "SamplingMemo", "sampling_data", 
            "sampling_explorer"]
 
 FILTERED = "#bbbbbb"  # bars of tokens the filters removed
+TYPING_PAUSE_S = 0.5  # seconds the prompt box waits after the last keystroke before the model runs
 
 
 def token_label(token: str) -> str:
@@ -224,8 +225,10 @@ def sampling_explorer(model, vocab, prompt: str = "ROMEO:\nO, ", temperature: fl
     cache = SamplingMemo(model, vocab, n_new)
     wide = {"description_width": "110px"}  # room for the full labels
     controls = {
-        # A text area, not a one-line box: a one-line box drops the prompt's line breaks.
-        "prompt": widgets.Textarea(value=prompt, description="prompt", style=wide, continuous_update=False,
+        # A text area, not a one-line box: a one-line box drops the prompt's line breaks. It applies as
+        # the reader types, like the text boxes of chapters 0 and 1a, once the typing pauses (a new
+        # prompt costs a forward pass and a sampled continuation, up to a second on two cores).
+        "prompt": widgets.Textarea(value=prompt, description="prompt", style=wide, continuous_update=True,
                                    layout=widgets.Layout(width="60%", height="4em")),
         "temperature": widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="temperature", style=wide,
                                            continuous_update=False),
@@ -242,9 +245,8 @@ def sampling_explorer(model, vocab, prompt: str = "ROMEO:\nO, ", temperature: fl
     def spec(**values):
         return sampling_spec(cache, **values)
 
-    # the prompt box applies when the reader leaves it (each new prompt runs the model), which the title says
-    explorer = Explorer(render, controls, title="Sampling explorer: temperature, top-k, top-p (a new prompt applies "
-                                                "when you click outside its box)",
-                        front=FrontView(), spec=spec)
+    explorer = Explorer(render, controls, title="Sampling explorer: temperature, top-k, top-p (the prompt applies "
+                                                "when you pause typing)",
+                        front=FrontView(), spec=spec, typing_pause=TYPING_PAUSE_S)
     explorer.cache = cache
     return explorer

@@ -5,7 +5,9 @@ set of control values, plus the ipywidgets controls that supply those values. Ke
 the logic in ``render`` means it is tested without a browser; this module only wires
 controls to it:
 
-- every change of a control re-renders the view (a busy sign shows meanwhile);
+- every change of a control re-renders the view (a busy sign shows meanwhile); a text box that
+  applies as the reader types can wait for a pause in the typing first (``typing_pause``), so an
+  explorer whose picture takes a second to compute does not redraw once per keystroke;
 - an exception raised by ``render`` (bad input) is shown in red inside the widget (cut
   to ``MAX_ERROR`` characters), the last picture stays but is greyed out, with a note (not
   greyed) saying it is out of date, and the kernel keeps running;
@@ -27,6 +29,7 @@ the error area ``llmbook-error``; the browser tests find them by these names.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import io
 from typing import Any, Callable, Mapping
@@ -102,6 +105,15 @@ _BUSY = "\u23f3 updating\u2026"
 _STALE_NOTE = "\u26a0 This picture is out of date: fix the error above to redraw it."
 _SLIDERS = (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider, widgets.IntRangeSlider, widgets.FloatRangeSlider)
 SLIDER_WIDTH = "480px"  # ipywidgets' default track is ~150 px: a small drag would jump far
+_TEXT_BOXES = (widgets.Text, widgets.Textarea)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running this code (the kernel's, while it handles a widget message), or None."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class Explorer:
@@ -124,11 +136,15 @@ class Explorer:
         controls the browser draws and handles.
     summary:
         the one-line text a saved notebook shows where no widget can be drawn.
+    typing_pause:
+        seconds a text box that applies as the reader types (``continuous_update=True``) waits
+        after the last keystroke before the view is redrawn (0: redraw on every keystroke). The
+        wait needs the kernel's event loop; without one (plain Python, the tests) it redraws at once.
     """
 
     def __init__(self, render: Callable[..., View], controls: Mapping[str, widgets.ValueWidget], title: str | None = None,
                  *, front=None, spec: Callable[..., dict] | None = None, front_controls: Mapping[str, Any] | None = None,
-                 summary: str | None = None):
+                 summary: str | None = None, typing_pause: float = 0.0):
         if not callable(render):
             raise TypeError("render must be callable")
         if (front is None) != (spec is None):
@@ -137,6 +153,10 @@ class Explorer:
             raise TypeError("spec must be callable: spec(**values) -> dict")
         if not controls and not front_controls:
             raise ValueError("controls must name at least one control")
+        if isinstance(typing_pause, bool) or not isinstance(typing_pause, (int, float)) or not 0 <= typing_pause <= 5:
+            raise ValueError(f"typing_pause must be a number of seconds in [0, 5], got {typing_pause!r}")
+        self.typing_pause = float(typing_pause)
+        self._pending = None  # the redraw waiting for a pause in the typing (an asyncio TimerHandle)
         self.render = render
         self.py_controls = dict(controls)
         self.front = front
@@ -193,6 +213,9 @@ class Explorer:
 
     def refresh(self) -> None:
         """Re-render the view from the current control values; show errors inline."""
+        if self._pending is not None:  # this redraw reads every control, the typed text included
+            self._pending.cancel()
+            self._pending = None
         self.busy.value = _BUSY
         try:
             if self.front is not None:
@@ -216,8 +239,16 @@ class Explorer:
         self._set_stale(False)
         self.view.children = items
 
-    def _on_change(self, _change: dict) -> None:
-        self.refresh()
+    def _on_change(self, change: dict) -> None:
+        owner = change.get("owner") if isinstance(change, dict) else None
+        loop = _running_loop() if self.typing_pause and isinstance(owner, _TEXT_BOXES) and owner.continuous_update else None
+        if loop is None:
+            self.refresh()
+            return
+        # Typing: redraw once the reader pauses; each keystroke moves the redraw later.
+        if self._pending is not None:
+            self._pending.cancel()
+        self._pending = loop.call_later(self.typing_pause, self.refresh)
 
     def show_static(self) -> None:
         """Draw the current view as ordinary output, for readers without a kernel."""
