@@ -94,10 +94,11 @@ test-kernels: $(STAMP)
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
 
-# The book as static HTML in build/html/ (git-ignored), from the committed outputs: nothing
-# is executed or fetched; explorers drawn in the browser keep their display-only controls.
+# The web book in build/html/ (git-ignored; open intro.html): Sphinx with MyST-NB and the Sphinx
+# Book Theme (the `book` extra) over the committed outputs, by scripts/build_book.py. Nothing is
+# executed or fetched; explorers drawn in the browser keep their display-only controls.
 html: $(STAMP)
-	$(BIN)/python scripts/build_html.py --out build/html
+	$(BIN)/python scripts/build_book.py --out build/html
 
 # Every benchmark with one timing discipline (benchmarks/_timing.py: warm-up, alternating
 # repeats, paired ratios, one torch thread timed in CPU seconds unless BENCH_THREADS says
