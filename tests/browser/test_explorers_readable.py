@@ -95,11 +95,19 @@ FIXTURES = {
     "ch06b": "tests/browser/fixtures/ch06_sampling.ipynb",
     "ch07": "tests/browser/fixtures/ch07_masked_word.ipynb",
     "ch07_model_view": "tests/browser/fixtures/ch_model_view.ipynb",
+    "ch08e": "tests/browser/fixtures/ch08e_lens.ipynb",  # the logit-lens grid (HTML) and the patching view
     "ch09": "tests/browser/fixtures/ch09_checkpoints.ipynb",
 }
 
 
-@pytest.mark.parametrize("name", list(FIXTURES))
+# Explorers known to fail, strict (the entry goes when the explorer is fixed): the logit-lens grid writes
+# white on cells of probability just over 0.6 (rgb(102,102,255) and lighter: 4.28:1); white is readable
+# only on a shade <= 95 (probability >= 0.627), black on the lighter ones (both >= 4.6:1).
+KNOWN_LOW = {"ch08e": "lens_html picks white ink above probability 0.6 (4.28:1 at 0.6001)"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_LOW[n]))
+                                  if n in KNOWN_LOW else n for n in FIXTURES])
 def test_explorer_is_readable_in_the_dark_theme_and_at_900px(dark_lab, name):
     lab = dark_lab
     lab.open(FIXTURES[name])
@@ -111,7 +119,10 @@ def test_explorer_is_readable_in_the_dark_theme_and_at_900px(dark_lab, name):
         page.locator(".llmbook-explorer").nth(i).scroll_into_view_if_needed()
         page.wait_for_timeout(300)
         texts = page.evaluate(_CONTRASTS, i)
-        assert len(texts) >= 5, texts  # the explorer drew its picture
+        # the explorer drew its picture: text of its own, or an image (a matplotlib picture carries its own
+        # light background, so its text is not measured)
+        images = page.locator(".llmbook-explorer").nth(i).locator(".llmbook-view img").count()
+        assert len(texts) >= 5 or (texts and images), (texts, images)
         low = sorted((t for t in texts if t["ratio"] < MIN_CONTRAST), key=lambda t: t["ratio"])
         assert not low, f"{name}: text below {MIN_CONTRAST}:1 in the dark theme: {low[:8]}"
     lab.save_screenshot(f"{name}_dark")
