@@ -131,3 +131,21 @@ def test_explorer_error_greys_out_the_picture():
     assert ex.front.stale and "llmbook-stale" in ex.view._dom_classes
     ex.controls["text"].value = "ab ab"
     assert not ex.front.stale and "llmbook-stale" not in ex.view._dom_classes
+
+
+def test_static_merge_table_counts_from_one_and_shows_spaces():
+    """The static copy's table agrees with the browser-drawn one and the prose (review 2026-11-26 UX #8):
+    merges numbered 1, 2, 3; a space and a new line visible as · and ↵; cells padded; '1 token' singular."""
+    import re
+
+    html, _ = render_bpe("the car\nthe cat\nthe rat", merges=3, level="characters")
+    rows = re.findall(r"<tr>(.*?)</tr>", html.split("Latest merges")[1])[1:]
+    firsts = [re.search(r">(\d+)</td>", r).group(1) for r in rows]
+    assert firsts == ["1", "2", "3"] and "padding:2px 12px" in rows[0]
+    html, _ = render_bpe("the cat the car the rat the bat", merges=5, level="bytes")
+    table = html.split("Latest merges")[1]
+    assert "<code>·</code> + <code>the</code>" in table and "<code>·the</code>" in table  # merge 3 joins a space
+    assert "<code> </code>" not in table
+    html, _ = render_bpe("ab", merges=1, level="characters")
+    assert "1 token for 2 characters" in html and "<b>1</b> merge " in html
+    assert "color:#1f1f1f" in token_spans_html(["a"])  # dark ink on the light tints, whatever the theme

@@ -50,8 +50,15 @@ MAX_TEXT = 20_000  # characters the explorer trains on (keeps each re-train well
 SHOWN_CHARS = 800  # characters drawn in colour; the statistics use the whole text
 TABLE_ROWS = 12  # merges listed in the table (the most recent ones)
 
-# Light tints so that black text stays readable; neighbours always differ.
+# Light tints so that dark text stays readable (in a dark theme too: the ink is set, not inherited);
+# neighbours always differ.
 _TINTS = ["#cfe3f2", "#f7e0b0", "#c6eadd", "#f5cdb8", "#eed3e5", "#d3ecf8", "#f9f3bd", "#dddddd"]
+_INK = "#1f1f1f"
+
+
+def _visible(s: str) -> str:
+    """A token with its spaces and newlines visible (· and ↵), as the browser-drawn view writes them."""
+    return s.replace(" ", "\u00b7").replace("\n", "\u21b5")
 
 
 def _corpus_text(name: str) -> str:
@@ -114,7 +121,8 @@ def tokenizer_at(trace: BPETrace, merges: int) -> "BPETokenizer | ByteBPETokeniz
         raise ValueError(f"merges must be an int >= 0, got {merges!r}")
     if merges > len(trace.pairs):
         raise ValueError(
-            f"merges={merges} is more than this text allows: after {len(trace.pairs)} merges every "
+            f"merges={merges} is more than this text allows: after {len(trace.pairs)} "
+            f"merge{'' if len(trace.pairs) == 1 else 's'} every "
             "word is a single token (use fewer merges or a longer text)"
         )
     tok = trace.tokenizer
@@ -135,7 +143,7 @@ def token_spans_html(tokens: Sequence[str]) -> str:
     for k, t in enumerate(tokens):
         shown = html.escape(str(t)).replace(" ", "·").replace("\n", "↵<br>")
         parts.append(
-            f'<span title="token {k}" style="background:{_TINTS[k % len(_TINTS)]};'
+            f'<span title="token {k}" style="background:{_TINTS[k % len(_TINTS)]};color:{_INK};'
             f'border-radius:3px;padding:1px 0;margin-right:1px">{shown}</span>'
         )
     return '<div style="font-family:monospace;line-height:1.9;white-space:normal">' + "".join(parts) + "</div>"
@@ -168,24 +176,30 @@ def render_bpe(text: str = "", merges: int = 10, level: str = "characters", corp
     per_char = len(ids) / len(text)
     vocab = tok.vocab_size
 
+    # merges numbered from 1, as the chapter's prose counts them; cells padded apart
+    td = '<td style="padding:2px 12px;text-align:{}">{}</td>'
     rows = "".join(
-        f"<tr><td>{k}</td><td><code>{html.escape(a)}</code> + <code>{html.escape(b)}</code></td>"
-        f"<td><code>{html.escape(a + b)}</code></td><td>{c}</td></tr>"
+        "<tr>" + td.format("right", k + 1)
+        + td.format("left", f"<code>{html.escape(_visible(a))}</code> + <code>{html.escape(_visible(b))}</code>")
+        + td.format("left", f"<code>{html.escape(_visible(a + b))}</code>") + td.format("right", c) + "</tr>"
         for k, ((a, b), c) in list(enumerate(zip(trace.pairs, trace.counts)))[max(0, merges - TABLE_ROWS) : merges]
-    ).replace("·", " ")
+    )
+    head = "".join(f'<th style="padding:2px 12px;text-align:{a}">{h}</th>'
+                   for h, a in (("merge", "right"), ("pair", "left"), ("new token", "left"), ("count", "right")))
     table = (
-        '<table style="border-collapse:collapse;font-size:90%"><tr><th>rank</th><th>pair</th><th>new token</th><th>count</th></tr>'
+        f'<table style="border-collapse:collapse;font-size:90%"><tr>{head}</tr>'
         + (rows or '<tr><td colspan="4"><i>no merges yet: every token is a single '
            + ("character" if level == "characters" else "byte") + "</i></td></tr>")
         + "</table>"
     )
+    plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"
     stats = (
-        f"<p><b>{merges}</b> merges &nbsp;|&nbsp; vocabulary size <b>{vocab}</b> "
-        f"({trace.n_base} {'characters + &lt;unk&gt;' if level == 'characters' else 'bytes'} + {merges} merges) "
-        f"&nbsp;|&nbsp; {len(ids)} tokens for {len(text)} characters: <b>{per_char:.3f}</b> tokens per character</p>"
+        f"<p><b>{merges}</b> merge{'' if merges == 1 else 's'} &nbsp;|&nbsp; vocabulary size <b>{vocab}</b> "
+        f"({trace.n_base} {'characters + &lt;unk&gt;' if level == 'characters' else 'bytes'} + {merges}) "
+        f"&nbsp;|&nbsp; {plural(len(ids), 'token')} for {plural(len(text), 'character')}: <b>{per_char:.3f}</b> tokens per character</p>"
     )
     more = f"<p><i>showing the first {SHOWN_CHARS} of {len(text)} characters</i></p>" if len(text) > SHOWN_CHARS else ""
-    view = f"{stats}{token_spans_html(tokens)}{more}<p><b>Latest merges</b></p>{table}"
+    view = f"{stats}{token_spans_html(tokens)}{more}<p><b>Latest merges</b> (· is a space, ↵ a new line)</p>{table}"
 
     ks, ys = _curve(trace, max(merges, min(len(trace.pairs), 60)))
     fig, ax = plt.subplots(figsize=(6, 2.6))
