@@ -75,3 +75,9 @@ html_theme_options = {
     "navigation_with_keys": True,
     "show_prev_next": True,
 }
+
+
+def setup(app):
+    # MathJax on every page, not only on pages with equations: chapter titles in the sidebar,
+    # the previous/next links and the search page hold TeX too (chapter 3b's T x T).
+    app.set_html_assets_policy("always")
