@@ -309,7 +309,9 @@ def build(out: Path, notebooks: list[Path], quiet: bool = True) -> dict[str, tup
 
     src = out.parent / (out.name + "-src")
     counts = stage(notebooks, src)
-    args = ["-b", "html", "-d", str(out.parent / (out.name + "-doctrees")), "-j", "1", "-W", "--keep-going",
+    # -a: write every page and copy the static files (the renderer, the style sheet) even when no
+    # notebook changed; the notebooks are read again only when they changed (the doctrees are kept).
+    args = ["-b", "html", "-a", "-d", str(out.parent / (out.name + "-doctrees")), "-j", "1", "-W", "--keep-going",
             str(src), str(out)]
     if quiet:
         args.insert(0, "-q")

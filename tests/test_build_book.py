@@ -2,6 +2,7 @@
 solutions are folded, MathJax is local, nothing remote stays; one small book built with Sphinx."""
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -175,6 +176,13 @@ def test_a_small_book_builds_offline_with_folded_solutions(tmp_path):
     assert re.search(r'<a class="right-next"\s+href="05_demo.html"', intro)
     assert re.search(r'<a class="left-prev"\s+href="intro.html"', page)
     assert "searchindex.js" in (out / "search.html").read_text(encoding="utf-8")
+    # a second build with no notebook changed still writes the site's own static files (Sphinx
+    # skips them when nothing is out of date, unless told to write everything)
+    # (in a fresh process, as make html runs it: in this one Sphinx would see a new configuration)
+    (out / "_static" / "llmbook-render.js").unlink()
+    subprocess.run([sys.executable, str(REPO / "scripts" / "build_book.py"), "--out", str(out), str(path)],
+                   check=True, capture_output=True, timeout=300)
+    assert "function staticModel(" in (out / "_static" / "llmbook-render.js").read_text(encoding="utf-8")
 
 
 def test_chapter_3_shows_no_solution_outside_a_fold():
