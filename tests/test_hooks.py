@@ -149,3 +149,34 @@ def test_no_host_sync_on_cuda():
     finally:
         torch.cuda.set_sync_debug_mode(0)
     assert logits.device.type == "cuda"
+
+
+@pytest.mark.parametrize("make", MODELS)
+def test_run_blocks_finishes_the_forward_pass(make):
+    from llmbook.hooks import run_blocks
+    from llmbook.kv_cache import KVCache
+
+    model = make()
+    idx = torch.randint(0, 40, (2, 7), generator=torch.Generator().manual_seed(8))
+    L = model.config.n_layer
+    names = [f"blocks.{i}.resid_pre" for i in range(L)] + [f"blocks.{L - 1}.resid_post"]
+    logits, cache = run_with_cache(model, idx, names)
+    for i in range(L):
+        final = run_blocks(model, cache[f"blocks.{i}.resid_pre"], i)
+        torch.testing.assert_close(final, cache[f"blocks.{L - 1}.resid_post"], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(unembed(model, final), logits, rtol=1e-5, atol=1e-5)
+    # with a key/value cache of the first 4 positions, the last 3 continue them from any block on
+    kv = KVCache(model.config, 2, max_len=7)
+    run_with_hooks(model, idx[:, :4], {}, kv_cache=kv)
+    assert kv.length == 4
+    out = run_blocks(model, cache[f"blocks.{L - 1}.resid_pre"][:, 4:], L - 1, kv_cache=kv)
+    assert kv.length == 7
+    torch.testing.assert_close(unembed(model, out), logits[:, 4:], rtol=1e-5, atol=1e-5)
+    # blocks run from `start` fire their hooks; earlier ones do not
+    with hooks(model, [(f"blocks.{i}.attn_out", lambda x, n: None) for i in range(L)]) as fired:
+        run_blocks(model, cache[f"blocks.{L - 1}.resid_pre"], L - 1)
+    assert fired == {f"blocks.{L - 1}.attn_out": 1}
+    with pytest.raises(ValueError, match="start"):
+        run_blocks(model, cache["blocks.0.resid_pre"], L)
+    with pytest.raises(ValueError, match="resid"):
+        run_blocks(model, cache["blocks.0.resid_pre"][..., :3], 0)

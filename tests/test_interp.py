@@ -148,6 +148,41 @@ def test_patching(make):
         patch_residual_grid(model, clean, clean, good, bad)
 
 
+def _naive_grid(model, clean, corrupt, good, bad):
+    """One full forward pass of the corrupted prompts per (layer, position): the definition, written plainly."""
+    L, (B, T) = model.config.n_layer, clean.shape
+    clean_logits, cache = run_with_cache(model, clean)
+    d_clean, d_corrupt = logit_diff(clean_logits, good, bad), logit_diff(run_with_hooks(model, corrupt, {}), good, bad)
+    out = torch.zeros(B, L, T)
+    for layer in range(L):
+        name = f"blocks.{layer}.resid_pre"
+        for t in range(T):
+            def paste(x, n, t=t):
+                x = x.clone()
+                x[:, t] = cache[name][:, t]
+                return x
+            d = logit_diff(run_with_hooks(model, corrupt, {name: paste}), good, bad)
+            out[:, layer, t] = (d - d_corrupt) / (d_clean - d_corrupt)
+    return out
+
+
+@pytest.mark.parametrize("make", MODELS)
+def test_patching_with_the_cached_prefix_equals_one_run_per_cell(make):
+    model = make()
+    g = torch.Generator().manual_seed(7)
+    clean = torch.randint(0, 40, (3, 9), generator=g)
+    corrupt = clean.clone()
+    corrupt[:, 2] = (clean[:, 2] + 3) % 40  # one token differs ...
+    corrupt[1, 5] = (clean[1, 5] + 1) % 40  # ... and, in one pair, a second one later
+    good, bad = torch.tensor([1, 2, 3]), torch.tensor([4, 5, 6])
+    want = _naive_grid(model, clean, corrupt, good, bad)
+    got = patch_residual_grid(model, clean, corrupt, good, bad, per_pair=True)
+    assert got.shape == (3, model.config.n_layer, 9)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert want[:, :, 2:].abs().max() > 0.05  # the grid is not trivially zero
+    torch.testing.assert_close(patch_residual_grid(model, clean, corrupt, good, bad), want.mean(0), rtol=1e-4, atol=1e-4)
+
+
 def test_ablate_heads():
     model = _gpt()
     idx = torch.randint(0, 40, (2, 5), generator=torch.Generator().manual_seed(6))

@@ -48,7 +48,7 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence, Union
 import torch
 from torch import nn
 
-__all__ = ["HookFn", "hook_names", "hooks", "run_with_hooks", "run_with_cache", "final_norm", "unembed"]
+__all__ = ["HookFn", "hook_names", "hooks", "run_with_hooks", "run_with_cache", "run_blocks", "final_norm", "unembed"]
 
 HookFn = Callable[[torch.Tensor, str], Union[torch.Tensor, None]]
 _KINDS = ("resid_pre", "attn.pattern", "attn.z", "attn_out", "mlp_out", "resid_post")
@@ -191,18 +191,25 @@ def hooks(model: nn.Module, fwd_hooks: Union[Mapping[str, HookFn], Iterable[tupl
                            "model with return_attention=True (run_with_hooks and run_with_cache do)")
 
 
-def _forward(model: nn.Module, idx: torch.Tensor, need_pattern: bool) -> torch.Tensor:
+def _forward(model: nn.Module, idx: torch.Tensor, need_pattern: bool, kv_cache=None) -> torch.Tensor:
     """Logits (B, T, V) of either model family, on the explicit attention path if ``need_pattern``."""
     family = _parts(model)[-1]
-    out = model(idx, return_attention=need_pattern) if need_pattern else model(idx)
+    kw = {} if kv_cache is None else {"kv_cache": kv_cache}
+    out = model(idx, return_attention=True, **kw) if need_pattern else model(idx, **kw)
     if family == "gpt":
         return out[0]  # (logits, loss) or (logits, loss, attentions)
     return out[0] if need_pattern else out
 
 
 def run_with_hooks(model: nn.Module, idx: torch.Tensor,
-                   fwd_hooks: Union[Mapping[str, HookFn], Iterable[tuple[str, HookFn]]]) -> torch.Tensor:
+                   fwd_hooks: Union[Mapping[str, HookFn], Iterable[tuple[str, HookFn]]],
+                   kv_cache=None) -> torch.Tensor:
     """One forward pass of ``idx`` (B, T) with the hooks attached; returns the logits (B, T, V).
+
+    With a ``kv_cache`` (``llmbook.kv_cache.KVCache``) holding ``kv_cache.length`` earlier
+    positions, ``idx`` continues them, as in generation: the hooks then see only the new
+    positions (``llmbook.interp.patch_residual_grid`` runs only the positions a patch can change
+    this way).
 
     >>> import torch
     >>> from llmbook.gpt import GPT, GPTConfig
@@ -213,17 +220,18 @@ def run_with_hooks(model: nn.Module, idx: torch.Tensor,
     """
     pairs = _as_pairs(fwd_hooks)
     with hooks(model, pairs):
-        return _forward(model, idx, any(n.endswith("attn.pattern") for n, _ in pairs))
+        return _forward(model, idx, any(n.endswith("attn.pattern") for n, _ in pairs), kv_cache)
 
 
 def run_with_cache(model: nn.Module, idx: torch.Tensor, names: Sequence[str] | None = None,
-                   fwd_hooks: Union[Mapping[str, HookFn], Iterable[tuple[str, HookFn]]] = ()
-                   ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+                   fwd_hooks: Union[Mapping[str, HookFn], Iterable[tuple[str, HookFn]]] = (),
+                   kv_cache=None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Logits and a dict of the activations named (default: every name of ``hook_names``).
 
     The cache holds the tensors as the forward pass made them (after any edit by ``fwd_hooks``,
     which run first), detached from the graph. Patterns are cached only when asked for (they
-    are the largest tensors and need the explicit attention path).
+    are the largest tensors and need the explicit attention path). A ``kv_cache`` is passed to
+    the model as in ``run_with_hooks`` (it also keeps the run's keys and values).
     """
     if names is None:
         names = [n for n in hook_names(model) if not n.endswith("attn.pattern")]
@@ -237,8 +245,45 @@ def run_with_cache(model: nn.Module, idx: torch.Tensor, names: Sequence[str] | N
 
     pairs = _as_pairs(fwd_hooks) + [(n, keep) for n in names]
     with hooks(model, pairs):
-        logits = _forward(model, idx, any(n.endswith("attn.pattern") for n, _ in pairs))
+        logits = _forward(model, idx, any(n.endswith("attn.pattern") for n, _ in pairs), kv_cache)
     return logits, cache
+
+
+def run_blocks(model: nn.Module, resid: torch.Tensor, start: int, kv_cache=None) -> torch.Tensor:
+    """The rest of a forward pass: ``resid`` (B, T, C) enters block ``start``; returns the residual
+    stream leaving the last block (``blocks.{L-1}.resid_post``), before the final norm.
+
+    ``unembed`` of the result gives the logits. Blocks before ``start`` are not run, which is the
+    point: given ``blocks.{start}.resid_pre`` of a prompt, the result equals the full forward
+    pass's. With a ``kv_cache`` holding ``kv_cache.length`` earlier positions, ``resid`` holds the
+    positions after them (as in generation); only blocks from ``start`` on read and extend the
+    cache. Hooks attached with ``hooks`` run on those blocks as usual.
+
+    >>> from llmbook.gpt import GPT, GPTConfig
+    >>> m = GPT(GPTConfig.baby(n_layer=3)).eval(); idx = torch.tensor([[1, 2, 3]])
+    >>> logits, cache = run_with_cache(m, idx, ["blocks.2.resid_pre"])
+    >>> torch.allclose(unembed(m, run_blocks(m, cache["blocks.2.resid_pre"], 2)), logits)
+    True
+    """
+    blocks, family = _parts(model)[0], _parts(model)[-1]
+    L = len(blocks)
+    if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start < L:
+        raise ValueError(f"start must be an int in [0, {L}), got {start!r}")
+    width = model.config.d_model
+    if not isinstance(resid, torch.Tensor) or resid.dim() != 3 or resid.shape[-1] != width:
+        raise ValueError(f"resid must be a (B, T, {width}) tensor, got {getattr(resid, 'shape', type(resid).__name__)}")
+    x, T = resid, resid.shape[1]
+    if family == "gpt":  # positions were added to the embeddings; the attention reads the offset from the cache
+        for block in blocks[start:]:
+            x, _ = block(x, kv_cache)
+    else:  # RoPE rotates queries and keys inside every block: it needs the absolute positions
+        offset = kv_cache.length if kv_cache is not None else 0
+        cos, sin = model._rope_slice(offset, T, x)
+        for i in range(start, L):
+            x = blocks[i](x, cos, sin, kv_cache, i)
+    if kv_cache is not None:
+        kv_cache.length += T
+    return x
 
 
 def final_norm(model: nn.Module) -> nn.Module:

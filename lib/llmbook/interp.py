@@ -41,11 +41,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import causal_mask
-from .hooks import final_norm, run_with_cache, run_with_hooks, unembed
+from .hooks import final_norm, run_blocks, run_with_cache, run_with_hooks, unembed
+from .kv_cache import KVCache
 
 __all__ = [
     "AttnOnlyTransformer", "repeated_tokens", "repeated_half_loss", "previous_token_score",
-    "prefix_matching_score", "duplicate_token_score", "copying_score", "induction_score", "logit_lens", "head_outputs",
+    "prefix_matching_score", "duplicate_token_score", "copying_score", "induction_score", "head_scores", "logit_lens",
+    "head_outputs",
     "direct_logit_attribution", "logit_diff", "patch_residual_grid", "ablate_heads",
 ]
 
@@ -82,23 +84,41 @@ class AttnOnlyTransformer(nn.Module):
         self.out = nn.ModuleList(nn.Linear(d_model, d_model, bias=False) for _ in range(n_layer))
         self.unembed = nn.Linear(d_model, vocab_size, bias=False)
 
-    def forward(self, idx: torch.Tensor, return_attention: bool = False):
+    def forward(self, idx: torch.Tensor, return_attention: bool = False,
+                ablate: Sequence[tuple[int, int]] = ()):
+        """Logits (B, T, V), and the patterns if asked; heads listed in ``ablate`` as (layer, head)
+        write nothing (their output is set to zero before the output projection)."""
         if not isinstance(idx, torch.Tensor) or idx.dim() != 2 or idx.dtype not in (torch.long, torch.int32):
             raise ValueError(f"idx must be a (B, T) integer tensor, got {getattr(idx, 'shape', type(idx).__name__)}")
         B, T = idx.shape
         if not 1 <= T <= self.block_size:
             raise ValueError(f"idx has {T} positions; it needs 1 to block_size={self.block_size}")
+        silenced = self._check_ablate(ablate)
         x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))  # (B, T, C)
         mask = causal_mask(T, device=idx.device)  # (T, T)
         patterns = []
-        for qkv, out in zip(self.qkv, self.out):
+        for layer, (qkv, out) in enumerate(zip(self.qkv, self.out)):
             q, k, v = qkv(x).view(B, T, 3, self.n_head, -1).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, D)
             scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])  # (B, H, T, T)
             p = scores.masked_fill(~mask, float("-inf")).softmax(-1)
             patterns.append(p)
-            x = x + out((p @ v).transpose(1, 2).reshape(B, T, -1))  # heads side by side, projected back
+            y = p @ v  # (B, H, T, D)
+            if silenced.get(layer):
+                y = y.index_fill(1, torch.tensor(silenced[layer], device=y.device), 0.0)
+            x = x + out(y.transpose(1, 2).reshape(B, T, -1))  # heads side by side, projected back
         logits = self.unembed(x)
         return (logits, patterns) if return_attention else logits
+
+    def _check_ablate(self, ablate: Sequence[tuple[int, int]]) -> dict[int, list[int]]:
+        by_layer: dict[int, list[int]] = {}
+        for item in ablate:
+            ok = isinstance(item, (tuple, list)) and len(item) == 2 and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in item)
+            if not ok or not (0 <= item[0] < len(self.qkv) and 0 <= item[1] < self.n_head):
+                raise ValueError(f"ablate must hold (layer, head) pairs with layer in [0, {len(self.qkv)}) and head in "
+                                 f"[0, {self.n_head}), got {item!r}")
+            by_layer.setdefault(item[0], []).append(item[1])
+        return by_layer
 
     def ov_circuit(self, layer: int, head: int) -> torch.Tensor:
         """(V, V) matrix W_U W_O^h W_V^h W_E: the logits head ``head`` adds for a token it attends to."""
@@ -299,17 +319,23 @@ def logit_diff(logits: torch.Tensor, good: torch.Tensor, bad: torch.Tensor, pos:
 
 
 def patch_residual_grid(model: nn.Module, clean: torch.Tensor, corrupt: torch.Tensor, good: torch.Tensor,
-                        bad: torch.Tensor) -> torch.Tensor:
+                        bad: torch.Tensor, per_pair: bool = False) -> torch.Tensor:
     """Activation patching of the residual stream: (L, T) share of the clean logit difference restored.
 
     For every layer l and position t: run the corrupted prompt with the residual stream entering
     block l at position t replaced by the clean run's, and score
-    (patched - corrupted) / (clean - corrupted) of the logit difference at the last position,
-    averaged over the batch of prompt pairs (clean, corrupt: (B, T) of equal length).
+    (patched - corrupted) / (clean - corrupted) of the logit difference at the last position, per
+    prompt pair (clean, corrupt: (B, T) of equal length; good, bad: (B,) token ids). Returns the
+    mean over the pairs (L, T), or every pair's grid (B, L, T) with ``per_pair=True``.
 
-    Positions before the first token where the two prompts differ hold the same residual stream
-    in both runs (attention is causal), so pasting there changes nothing: their entries are 0
-    without a run. The other positions' patched copies run side by side, one forward pass per layer.
+    Only what a patch can change is computed. Positions before the first token where the two
+    prompts differ hold the same residual stream in both runs (attention is causal), so their
+    entries are 0 without a run. A patch at (l, t) changes nothing in blocks before l, nor at
+    positions before t in any block, so those keep the corrupted run's values: its residual
+    stream and its keys and values, kept from one run with a key/value cache. Each patched run
+    starts at block l (``llmbook.hooks.run_blocks``) with positions t..T-1 only, and reads only
+    the two logits it needs, at the last position. The result equals one full forward pass per (layer,
+    position) up to float rounding (``tests/test_interp.py`` compares the two).
     """
     if not (isinstance(clean, torch.Tensor) and isinstance(corrupt, torch.Tensor)) or clean.shape != corrupt.shape \
             or clean.dim() != 2:
@@ -321,26 +347,27 @@ def patch_residual_grid(model: nn.Module, clean: torch.Tensor, corrupt: torch.Te
     L = len(getattr(model, "blocks", getattr(model, "layers", [])))
     B, T = clean.shape
     start = int(differ[0])
-    P = T - start  # positions patched: start .. T - 1
     names = [f"blocks.{i}.resid_pre" for i in range(L)]
     with torch.no_grad():
-        clean_logits, cache = run_with_cache(model, clean, names)
-        corrupt_logits = run_with_hooks(model, corrupt, {})
+        clean_logits, clean_cache = run_with_cache(model, clean, names)
+        prefix = KVCache(model.config, B, max_len=T)  # the corrupted run's keys and values, every block
+        corrupt_logits, corrupt_cache = run_with_cache(model, corrupt, names, kv_cache=prefix)
         d_clean, d_corrupt = logit_diff(clean_logits, good, bad), logit_diff(corrupt_logits, good, bad)
-        rows = torch.arange(P * B)
-        where = start + torch.arange(P).repeat_interleave(B)  # copy k of the batch patches position start + k // B
-        big = corrupt.repeat(P, 1)  # (P * B, T)
-        out = torch.zeros(L, T)
-        for layer, name in enumerate(names):
-            src = cache[name].repeat(P, 1, 1)  # (P * B, T, C)
-
-            def paste(x: torch.Tensor, _name: str) -> torch.Tensor:
-                x = x.clone()
-                x[rows, where] = src[rows, where]
-                return x
-            d = logit_diff(run_with_hooks(model, big, {name: paste}), good.repeat(P), bad.repeat(P)).view(P, B)
-            out[layer, start:] = ((d - d_corrupt) / (d_clean - d_corrupt)).mean(1)
-    return out
+        w_diff = model.lm_head.weight[good] - model.lm_head.weight[bad]  # (B, C): W_U[good] - W_U[bad] (no bias)
+        out = torch.zeros(B, L, T)
+        for t in range(start, T):
+            kv = KVCache(model.config, B, max_len=T)
+            kv.allocate(prefix.k[0].device, prefix.k[0].dtype)
+            for i in range(L):  # positions 0..t-1 as the corrupted run left them
+                kv.k[i][:, :, :t], kv.v[i][:, :, :t] = prefix.k[i][:, :, :t], prefix.v[i][:, :, :t]
+            for layer, name in enumerate(names):
+                x = corrupt_cache[name][:, t:].clone()  # (B, T - t, C): the corrupted stream from position t on
+                x[:, 0] = clean_cache[name][:, t]  # the patch
+                kv.length = t  # forget what the previous layer's run appended
+                final = final_norm(model)(run_blocks(model, x, layer, kv_cache=kv)[:, -1])  # (B, C)
+                d = (final * w_diff).sum(-1)  # logit(good) - logit(bad), without the other V - 2 logits
+                out[:, layer, t] = (d - d_corrupt) / (d_clean - d_corrupt)
+    return out if per_pair else out.mean(0)
 
 
 def ablate_heads(model: nn.Module, idx: torch.Tensor, heads: Sequence[tuple[int, int]],
@@ -374,6 +401,28 @@ INDUCTION_TASK = dict(vocab_size=32, length=32, n_min=8, n_max=16)  # the chapte
 INDUCTION_MODEL = dict(n_head=4, d_model=64)  # and its model, with n_layer 1 or 2
 
 
+def head_scores(model: AttnOnlyTransformer, idx: torch.Tensor, n: torch.Tensor,
+                ablate: Sequence[tuple[int, int]] = ()) -> dict:
+    """Every score of section 1 for one model on ``repeated_tokens`` (idx, n), as plain lists.
+
+    Returns 'loss' (the repeated-half loss, a float) and, per layer and head ([layer][head]),
+    'prev', 'duplicate', 'prefix', 'copying' and 'induction'. With ``ablate`` the listed heads
+    (layer, head) write nothing, so the scores say what the rest of the model does without them
+    (the copying score is a property of the weights and does not change).
+    """
+    with torch.no_grad():
+        logits, pats = model(idx, return_attention=True, ablate=ablate)
+        cop = [[copying_score(model.ov_circuit(l, h)).item() for h in range(model.n_head)] for l in range(len(pats))]
+        return {
+            "loss": repeated_half_loss(logits, idx, n).item(),
+            "prev": [previous_token_score(p).tolist() for p in pats],
+            "duplicate": [duplicate_token_score(p, n).tolist() for p in pats],
+            "prefix": [prefix_matching_score(p, n).tolist() for p in pats],
+            "copying": cop,
+            "induction": [induction_score(p, n, torch.tensor(c)).tolist() for p, c in zip(pats, cop)],
+        }
+
+
 def train_induction(n_layer: int, seed: int, steps: int = 2000, batch: int = 64, lr: float = 3e-3,
                     eval_every: int = 50, n_eval: int = 256) -> dict:
     """Train an ``AttnOnlyTransformer`` on ``repeated_tokens`` (next-token loss on every position).
@@ -395,16 +444,9 @@ def train_induction(n_layer: int, seed: int, steps: int = 2000, batch: int = 64,
     for step in range(steps + 1):
         if step % eval_every == 0:
             model.eval()
-            with torch.no_grad():
-                logits, pats = model(x_val, return_attention=True)
-                cop = [[copying_score(model.ov_circuit(l, h)).item() for h in range(model.n_head)] for l in range(n_layer)]
-                hist["step"].append(step)
-                hist["loss"].append(repeated_half_loss(logits, x_val, n_val).item())
-                hist["prev"].append([previous_token_score(p).tolist() for p in pats])
-                hist["duplicate"].append([duplicate_token_score(p, n_val).tolist() for p in pats])
-                hist["prefix"].append([prefix_matching_score(p, n_val).tolist() for p in pats])
-                hist["copying"].append(cop)
-                hist["induction"].append([induction_score(p, n_val, torch.tensor(c)).tolist() for p, c in zip(pats, cop)])
+            hist["step"].append(step)
+            for key, value in head_scores(model, x_val, n_val).items():
+                hist[key].append(value)
             model.train()
         if step == steps:
             break
