@@ -683,25 +683,57 @@ def test_08d_per_token_never_overturns_a_longest_sum_winner():
 
 
 # ---------------------------------------------------------------- chapter 09 (post-training)
-def _answer_logprob(logits, labels):
-    """09.3: the summed log-probability of the labelled tokens, position t predicting t + 1."""
-    logp = torch.log_softmax(logits, dim=-1)
-    return sum(float(logp[t, labels[t + 1]]) for t in range(len(labels) - 1) if labels[t + 1] != -100)
+def _mask_labels(input_ids, prompt_lens, lengths):
+    """09.1: the token id where prompt_lens[i] <= t < lengths[i], -100 on the prompt and the padding."""
+    t = torch.arange(input_ids.shape[1])
+    return input_ids.masked_fill(~((t >= prompt_lens[:, None]) & (t < lengths[:, None])), -100)
+
+
+def _multi_lora(x, W, b, A, B, adapter, alpha):
+    """09.3, written row by row: W x + b + (alpha / r) B A x with the row's own adapter."""
+    return torch.stack([W @ xi + b + alpha / A.shape[1] * (B[k] @ (A[k] @ xi)) for xi, k in zip(x, adapter)])
 
 
 SOLUTIONS.update({
-    "09.1": lambda p, a: [-100] * len(p) + list(a),
+    "09.1": _mask_labels,
     "09.2": lambda d_in, d_out, r: r * (d_in + d_out),
-    "09.3": _answer_logprob,
+    "09.3": _multi_lora,
+    "09.4": {"A": False, "B": True},
 })
 WRONG.update({
-    "09.1": [lambda p, a: list(p) + list(a), lambda p, a: list(p) + [-100] * len(a)],
+    # the padding kept; masked by the pad id (a real answer token here); shifted by one position
+    "09.1": [lambda x, p, n: _mask_labels(x, p, torch.full_like(n, x.shape[1])),
+             lambda x, p, n: _mask_labels(x, p, n).masked_fill(x == 0, -100),
+             lambda x, p, n: torch.cat([_mask_labels(x, p, n)[:, 1:], torch.full((len(x), 1), -100)], 1)],
     "09.2": [lambda d_in, d_out, r: d_in * d_out, lambda d_in, d_out, r: r * d_in * d_out],
-    # no shift; the probability instead of its log; the raw logits
-    "09.3": [lambda lg, lb: sum(float(lg.log_softmax(-1)[t, y]) for t, y in enumerate(lb) if y != -100),
-             lambda lg, lb: math.exp(_answer_logprob(lg, lb)),
-             lambda lg, lb: sum(float(lg[t, lb[t + 1]]) for t in range(len(lb) - 1) if lb[t + 1] != -100)],
+    # no scaling; every row through adapter 0; the frozen layer alone
+    "09.3": [lambda x, W, b, A, B, k, al: _multi_lora(x, W, b, A, B, k, A.shape[1]),
+             lambda x, W, b, A, B, k, al: _multi_lora(x, W, b, A, B, torch.zeros_like(k), al),
+             lambda x, W, b, A, B, k, al: x @ W.T + b],
+    "09.4": [{"A": True, "B": True}, {"A": False, "B": False}, {"A": True, "B": False}],
 })
+
+
+def test_09_1_pad_id_occurs_in_an_answer_and_rows_differ_in_length():
+    """09.1's batches always need lengths: padding exists, and the pad id is also a labelled answer token."""
+    rng = random.Random(0)
+    for _ in range(200):
+        x, p, n = ex.ch09._label_batch(rng)
+        labels = ex.ch09._library_labels(x, p, n)
+        assert int(n.min()) < x.shape[1] == int(n.max())
+        assert bool(((labels == ex.ch09.PAD) & (x == ex.ch09.PAD)).any())
+        torch.testing.assert_close(labels, _mask_labels(x, p, n), rtol=0, atol=0)
+
+
+def test_09_3_reference_is_the_library_lora_layer_row_by_row():
+    """The checker's reference (one LoRALinear per adapter) equals the formula written row by row."""
+    rng = random.Random(1)
+    g = torch.Generator().manual_seed(1)
+    x, W, b = torch.randn(6, 5, generator=g), torch.randn(4, 5, generator=g), torch.randn(4, generator=g)
+    A, B = torch.randn(3, 2, 5, generator=g), torch.randn(3, 4, 2, generator=g)
+    adapter = torch.tensor([2, 0, 1, 1, 0, 2])
+    got = ex.ch09._multi_lora_ref(rng)(x, W, b, A, B, adapter, 8.0)
+    torch.testing.assert_close(got, _multi_lora(x, W, b, A, B, adapter, 8.0))
 
 
 # ---------------------------------------------------------------- chapter 07b (T5 and GLM objectives)

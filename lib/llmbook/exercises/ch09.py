@@ -2,25 +2,74 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-from ._core import _call, _cases, _register, _seeded, _tgen
+from ._core import _call, _cases, _is_placeholder, _NotAttempted, _prediction, _register, _seeded, _tgen
+
+PAD = 0  # the pad id of 09.1's batches; it also occurs inside the answers, as a model's end-of-text token would
 
 
-@_register("09.1", "Labels for supervised fine-tuning", "complete",
-           "def sft_labels(prompt_ids, answer_ids):\n    return NotImplemented  # your code here")
+def _label_batch(rng):
+    """A right-padded batch: input_ids (B, T), prompt_lens (B,) and lengths (B,)."""
+    from ..post_training import pad_batch, sft_example
+    V = rng.randint(5, 40)
+    while True:
+        shape = [(rng.randint(1, 7), rng.randint(1, 6)) for _ in range(rng.randint(2, 5))]
+        if len({p + a for p, a in shape}) > 1:  # rows of different lengths: some padding
+            break
+    rows = []
+    for i, (p, a) in enumerate(shape):
+        answer = [rng.randrange(V) for _ in range(a)]
+        if i == 0:
+            answer[-1] = PAD  # the pad id as a real answer token, learned like any other
+        rows.append(sft_example([rng.randrange(1, V) for _ in range(p)], answer))
+    return pad_batch(rows, PAD)[0], torch.tensor([p for p, _ in shape]), torch.tensor([p + a for p, a in shape])
+
+
+def _library_labels(x, prompt_lens, lengths):
+    """The labels the library makes for the same rows (sft_example, then pad_batch)."""
+    from ..post_training import pad_batch, sft_example
+    rows = [sft_example(r[:p].tolist(), r[p:n].tolist()) for r, p, n in zip(x, prompt_lens.tolist(), lengths.tolist())]
+    return pad_batch(rows, PAD)[1]
+
+
+def _call_clone(answer, *args):
+    """Call the reader's function on copies (it may write into its inputs); a list comes back as a tensor."""
+    out = _call(answer, *(a.clone() if isinstance(a, torch.Tensor) else a for a in args))
+    try:
+        return out if isinstance(out, torch.Tensor) else torch.as_tensor(out)
+    except (TypeError, ValueError, RuntimeError):
+        return out  # not a tensor: the comparison reports the mismatch
+
+
+@_register("09.1", "Mask a batch of labels", "complete",
+           "def mask_labels(input_ids, prompt_lens, lengths):\n    return NotImplemented  # your code here")
 def _ex_09_1(answer, rng, ctx):
-    from ..post_training import sft_example
-    cases = [([rng.randrange(1, 80) for _ in range(rng.randint(1, 12))],
-              [rng.randrange(1, 80) for _ in range(rng.randint(1, 8))]) for _ in range(6)]
-    return _cases(lambda p, a: list(_call(answer, list(p), list(a))), lambda p, a: sft_example(p, a)[1], cases,
-                  wrong=[(lambda p, a: p + a, "the prompt's positions must carry no loss: -100 there"),
-                         (lambda p, a: p + [-100] * len(a), "it is the other way round: the answer is learned, the prompt masked"),
-                         (lambda p, a: [-100] * len(a), "one label per position of prompt + answer")],
-                  hint="one label per token of prompt + answer: -100 where no loss is taken, the token id where it is",
-                  show=lambda a: f"prompt_ids={a[0]}, answer_ids={a[1]}")
+    cases = [_label_batch(rng) for _ in range(5)]
+
+    def positions(x):
+        return torch.arange(x.shape[1])[None, :]  # (1, T)
+
+    def keep_only(x, mask):
+        return x.masked_fill(~mask, -100)
+    return _cases(lambda *a: _call_clone(answer, *a), _library_labels, cases,
+                  wrong=[(lambda x, p, n: keep_only(x, positions(x) >= p[:, None]),
+                          "padding carries no loss either: -100 from position lengths[i] on"),
+                         (lambda x, p, n: keep_only(x, positions(x) < n[:, None]),
+                          "the prompt carries no loss: -100 on its positions too"),
+                         (lambda x, p, n: keep_only(x, (positions(x) >= p[:, None]) & (x != PAD)),
+                          "find the padding with lengths, not with the pad id: id 0 is also a real answer token "
+                          "here (the first row's answer ends with it), and its label must stay"),
+                         (lambda x, p, n: keep_only(x, (positions(x) > p[:, None]) & (positions(x) < n[:, None])),
+                          "the answer starts at position prompt_lens[i]: its first token keeps its id"),
+                         (lambda x, p, n: torch.cat([keep_only(x, (positions(x) >= p[:, None]) & (positions(x) < n[:, None]))[:, 1:],
+                                                     torch.full((len(x), 1), -100)], 1),
+                          "labels line up with input_ids (the loss shifts them): do not shift them yourself"),
+                         (lambda x, p, n: (positions(x) >= p[:, None]) & (positions(x) < n[:, None]),
+                          "return the labels themselves: the token id where the loss is taken, -100 elsewhere")],
+                  hint="label t of row i is input_ids[i, t] when prompt_lens[i] <= t < lengths[i], else -100",
+                  show=lambda a: f"input_ids={a[0].tolist()}, prompt_lens={a[1].tolist()}, lengths={a[2].tolist()}",
+                  fmt=lambda v: repr(v.tolist()) if isinstance(v, torch.Tensor) else repr(v))
 
 
 @_register("09.2", "Trainable numbers of one LoRA adapter", "derive",
@@ -43,35 +92,84 @@ def _ex_09_2(answer, rng, ctx):
                   show=lambda a: f"d_in={a[0]}, d_out={a[1]}, r={a[2]}")
 
 
-@_register("09.3", "The log-probability of an answer", "complete",
-           "def answer_logprob(logits, labels):\n    return NotImplemented  # your code here")
+def _multi_lora_ref(rng):
+    """The library's answer: one LoRALinear per adapter, each applied to the rows that name it."""
+    from torch import nn
+
+    from ..lora import LoRALinear
+
+    def ref(x, W, b, A, B, adapter, alpha):
+        K, r, d_in = A.shape
+        out = torch.empty(len(x), W.shape[0])
+        with torch.no_grad(), _seeded(rng):
+            for k in range(K):
+                layer = LoRALinear(nn.Linear(d_in, W.shape[0]), r=r, alpha=alpha)
+                layer.base.weight.copy_(W)
+                layer.base.bias.copy_(b)
+                layer.lora_A.copy_(A[k])
+                layer.lora_B.copy_(B[k])
+                rows = adapter == k
+                out[rows] = layer(x[rows])
+        return out
+    return ref
+
+
+@_register("09.3", "Many LoRA adapters in one batch", "complete",
+           "def multi_lora_forward(x, W, b, A, B, adapter, alpha):\n    return NotImplemented  # your code here")
 def _ex_09_3(answer, rng, ctx):
-    from ..post_training import IGNORE_INDEX, sequence_logprobs
     cases = []
-    for _ in range(6):
-        T, V = rng.randint(4, 10), rng.randint(5, 12)
-        n_prompt = rng.randint(1, T - 2)
-        logits = 2 * torch.randn(T, V, generator=_tgen(rng))
-        labels = [IGNORE_INDEX] * n_prompt + [rng.randrange(V) for _ in range(T - n_prompt)]
-        cases.append((logits, labels))
+    for _ in range(5):
+        g = _tgen(rng)
+        N, d_in, d_out, K, r = rng.randint(4, 9), rng.randint(3, 10), rng.randint(2, 9), rng.randint(2, 4), rng.randint(2, 4)
+        alpha = float(rng.choice([1, 4, 8, 16, 32]))
+        adapter = torch.tensor([k % K for k in range(N)])[torch.randperm(N, generator=g)]  # every adapter used
+        cases.append((torch.randn(N, d_in, generator=g), torch.randn(d_out, d_in, generator=g),
+                      torch.randn(d_out, generator=g), torch.randn(K, r, d_in, generator=g),
+                      torch.randn(K, d_out, r, generator=g), adapter, alpha))
 
-    def ref(logits, labels):
-        return float(sequence_logprobs(logits[None], torch.tensor([labels]))[0])
+    def update(x, A, B, adapter):  # (N, d_out): B A x of each row, with the row's own adapter
+        return (B[adapter] @ (A[adapter] @ x[:, :, None]))[:, :, 0]
 
-    def unshifted(logits, labels):
-        logp = logits.log_softmax(-1)
-        return sum(float(logp[t, y]) for t, y in enumerate(labels) if y != IGNORE_INDEX)
+    def first_adapter(x, W, b, A, B, adapter, alpha):
+        return x @ W.T + b + alpha / A.shape[1] * update(x, A, B, torch.zeros_like(adapter))
+    return _cases(lambda *a: _call_clone(answer, *a),
+                  _multi_lora_ref(rng), cases, rel=1e-5,
+                  wrong=[(lambda x, W, b, A, B, k, al: x @ W.T + b + update(x, A, B, k),
+                          "scale the low-rank update by alpha / r"),
+                         (lambda x, W, b, A, B, k, al: x @ W.T + b + al * update(x, A, B, k),
+                          "the scale is alpha / r (r = A.shape[1]), not alpha"),
+                         (lambda x, W, b, A, B, k, al: x @ W.T + b + A.shape[1] / al * update(x, A, B, k),
+                          "the scale is alpha / r, not r / alpha"),
+                         (first_adapter, "row i uses adapter[i]'s A and B, not adapter 0's"),
+                         (lambda x, W, b, A, B, k, al: x @ W.T + al / A.shape[1] * update(x, A, B, k),
+                          "the frozen layer keeps its bias b"),
+                         (lambda x, W, b, A, B, k, al: x @ W.T + b,
+                          "that is the frozen layer alone: add each row's low-rank update")],
+                  hint="for one row: W x + b + (alpha / r) B (A x), with the A and B of that row's adapter",
+                  show=lambda a: (f"x of shape {tuple(a[0].shape)}, W {tuple(a[1].shape)}, A {tuple(a[3].shape)}, "
+                                  f"B {tuple(a[4].shape)}, adapter={a[5].tolist()}, alpha={a[6]:g}"))
 
-    def mean(logits, labels):
-        n = sum(y != IGNORE_INDEX for y in labels[1:])
-        return ref(logits, labels) / n
 
-    def raw(logits, labels):
-        return sum(float(logits[t, y]) for t, y in enumerate(labels[1:]) if y != IGNORE_INDEX)
-    return _cases(lambda lg, lb: float(_call(answer, lg.clone(), list(lb))), ref, cases, rel=1e-5,
-                  wrong=[(unshifted, "position t predicts the next token: compare the logits at t with the label at t + 1"),
-                         (lambda lg, lb: math.exp(ref(lg, lb)), "return the log-probability (a sum of logs), not the probability"),
-                         (mean, "the answer's log-probability is the sum over its tokens, not the mean"),
-                         (raw, "turn the logits into log-probabilities first (log_softmax over the vocabulary)")],
-                  hint="log_softmax over the vocabulary, then add the entries of the labelled next tokens; skip -100",
-                  show=lambda a: f"logits of shape {tuple(a[0].shape)}, labels={a[1]}")
+@_register("09.4", "Which LoRA matrix moves at the first step?", "predict",
+           "answer = {'A': ..., 'B': ...}  # True: a non-zero gradient at the first training step")
+def _ex_09_4(answer, rng, ctx):
+    from torch import nn
+
+    from ..lora import LoRALinear
+    if isinstance(answer, dict) and any(_is_placeholder(v) for v in answer.values()):
+        raise _NotAttempted()
+    d_in, d_out, r = rng.randint(4, 32), rng.randint(4, 32), rng.randint(1, 4)
+    with _seeded(rng):  # a fresh adapter, as apply_lora makes it
+        layer = LoRALinear(nn.Linear(d_in, d_out), r=r, alpha=float(rng.choice([1, 8, 16])))
+    g = _tgen(rng)
+    x, target = torch.randn(5, d_in, generator=g), torch.randn(5, d_out, generator=g)
+    torch.nn.functional.mse_loss(layer(x), target).backward()  # any loss of the layer's output
+    measured = {"A": bool(layer.lora_A.grad.abs().max() > 0), "B": bool(layer.lora_B.grad.abs().max() > 0)}
+    return _prediction(answer, measured, (d_in, d_out, r), what="the gradients of a fresh adapter after one backward pass",
+                       wrong=[({"A": True, "B": True}, "A's gradient passes through B (the update is B A x): "
+                                                       "look at B's value at the start"),
+                              ({"A": False, "B": False}, "B's gradient is (alpha / r) times the output's gradient "
+                                                         "times A x, and A starts random"),
+                              ({"A": True, "B": False}, "the other way round: find the matrix that is zero at the start, "
+                                                        "and the gradient it multiplies")],
+                       hint="write h = W x + (alpha / r) B A x and take the gradient of each matrix at B = 0")
