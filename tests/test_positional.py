@@ -7,6 +7,7 @@ import torch
 
 from llmbook.positional import (
     LearnedPositionalEmbedding,
+    RopeScaling,
     SinusoidalPositionalEncoding,
     alibi_bias,
     alibi_slopes,
@@ -16,6 +17,8 @@ from llmbook.positional import (
     rope,
     rope_angles,
     rope_cache,
+    rope_inv_freq,
+    scaled_rope_inv_freq,
     sinusoidal_encoding,
 )
 
@@ -311,3 +314,126 @@ def test_alibi_bad_input():
         alibi_slopes(4.0)
     with pytest.raises(ValueError, match="T"):
         alibi_bias(0, 4)
+
+
+# ---------------------------------------------------------------- RoPE scaling (PI, NTK-aware, YaRN)
+
+
+def _hf_rope_params(kind, hd, base, L, s, **extra):
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    if kind == "dynamic":  # NTK-aware scaling is transformers' "dynamic" type with factor 1, read at length s * L
+        params = {"rope_type": kind, "rope_theta": base, "factor": 1.0}
+    else:
+        params = {"rope_type": kind, "rope_theta": base, "factor": s, **extra}
+    if kind == "yarn":
+        params["original_max_position_embeddings"] = L
+    cfg = LlamaConfig(hidden_size=4 * hd, num_attention_heads=4, max_position_embeddings=L, rope_parameters=params)
+    return ROPE_INIT_FUNCTIONS[kind](cfg, None, seq_len=round(s * L)) if kind == "dynamic" else ROPE_INIT_FUNCTIONS[kind](cfg, None)
+
+
+@pytest.mark.parametrize("hd, base, L", [(16, 10000.0, 32), (64, 10000.0, 4096), (128, 500000.0, 8192), (8, 100.0, 20)])
+@pytest.mark.parametrize("s", [1.5, 2.0, 4.0, 16.0])
+def test_rope_scaling_matches_transformers(hd, base, L, s):
+    cases = [(RopeScaling("linear", s), ("linear", {})),
+             (RopeScaling("ntk", s), ("dynamic", {})),
+             (RopeScaling("yarn", s, original_length=L), ("yarn", {})),
+             (RopeScaling("yarn", s, original_length=L, beta_fast=16.0, beta_slow=2.0), ("yarn", {"beta_fast": 16.0, "beta_slow": 2.0})),
+             (RopeScaling("yarn", s, original_length=L, attention_factor=1.0), ("yarn", {"attention_factor": 1.0}))]
+    for scaling, (kind, extra) in cases:
+        ref_inv, ref_att = _hf_rope_params(kind, hd, base, L, s, **extra)
+        inv, att = scaled_rope_inv_freq(hd, base, scaling)
+        assert torch.equal(inv, ref_inv), (scaling, inv, ref_inv)
+        assert att == pytest.approx(ref_att, rel=1e-12, abs=0), scaling
+
+
+def test_rope_cache_with_yarn_matches_llama_rotary_embedding():
+    """The whole table, attention factor included, as LLaMA's rotary embedding builds it."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    hd, T = 16, 130
+    for params, scaling in [({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32},
+                             RopeScaling("yarn", 4.0, original_length=32)),
+                            ({"rope_type": "linear", "factor": 2.0}, RopeScaling("linear", 2.0))]:
+        cfg = LlamaConfig(hidden_size=4 * hd, num_attention_heads=4, max_position_embeddings=128,
+                          rope_parameters={"rope_theta": 10000.0, **params})
+        cos_ref, sin_ref = LlamaRotaryEmbedding(cfg)(torch.zeros(1, T, 4 * hd), torch.arange(T)[None])
+        cos, sin = rope_cache(T, hd, scaling=scaling)
+        torch.testing.assert_close(cos, cos_ref[0], atol=0, rtol=0)
+        torch.testing.assert_close(sin, sin_ref[0], atol=0, rtol=0)
+
+
+def test_position_interpolation_reads_position_m_as_m_over_s():
+    x = torch.randn(2, 40, 16, dtype=torch.float64)
+    pos = torch.arange(40)
+    for s in (2.0, 4.0, 3.5):
+        torch.testing.assert_close(rope(x, pos, scaling=RopeScaling("linear", s)), rope(x, pos / s), atol=1e-5, rtol=0)
+    # angles at s * m are the unscaled angles at m
+    c4, s4 = rope_cache(4 * 8, 16, scaling=RopeScaling("linear", 4.0))
+    c1, s1 = rope_cache(8, 16)
+    torch.testing.assert_close(c4[::4], c1, atol=1e-6, rtol=0)
+    torch.testing.assert_close(s4[::4], s1, atol=1e-6, rtol=0)
+
+
+def test_ntk_and_yarn_keep_fast_planes_and_interpolate_slow_ones():
+    hd, base, L, s = 64, 10000.0, 4096, 8.0
+    orig = rope_inv_freq(hd, base).double()
+    ntk, _ = scaled_rope_inv_freq(hd, base, RopeScaling("ntk", s))
+    assert ntk[0] == orig[0]  # the fastest plane is untouched ...
+    assert ntk[-1].item() == pytest.approx(orig[-1].item() / s, rel=1e-5)  # ... the slowest interpolated by s
+    assert bool((ntk.double() <= orig * (1 + 1e-6)).all() and (ntk.double() >= orig / s * (1 - 1e-6)).all())
+    yarn, att = scaled_rope_inv_freq(hd, base, RopeScaling("yarn", s, original_length=L))
+    turns = L * orig / (2 * math.pi)  # full turns of each plane over the trained length
+    fast, slow = turns > 32, turns < 1
+    assert fast.any() and slow.any()
+    torch.testing.assert_close(yarn.double()[fast], orig[fast], rtol=1e-6, atol=0)
+    torch.testing.assert_close(yarn.double()[slow], orig[slow] / s, rtol=1e-6, atol=0)
+    assert att == pytest.approx(0.1 * math.log(s) + 1)
+
+
+def test_rope_scaling_with_factor_one_changes_nothing_and_keeps_relative_positions():
+    hd = 16
+    for method in ("linear", "ntk", "yarn"):
+        inv, att = scaled_rope_inv_freq(hd, 10000.0, RopeScaling(method, 1.0, original_length=32))
+        torch.testing.assert_close(inv, rope_inv_freq(hd), rtol=1e-6, atol=0)
+        assert att == 1.0
+    q, k = torch.randn(30, hd, dtype=torch.float64), torch.randn(30, hd, dtype=torch.float64)
+    p = torch.arange(30)
+    for scaling in (RopeScaling("linear", 4.0), RopeScaling("ntk", 4.0), RopeScaling("yarn", 4.0, original_length=8)):
+        s1 = rope(q, p, scaling=scaling) @ rope(k, p, scaling=scaling).T
+        s2 = rope(q, p + 500, scaling=scaling) @ rope(k, p + 500, scaling=scaling).T
+        torch.testing.assert_close(s1, s2, atol=1e-3, rtol=1e-4)  # still only m - n (float32 angles)
+    # YaRN's factor multiplies every logit by its square
+    y = RopeScaling("yarn", 4.0, original_length=8)
+    y1 = RopeScaling("yarn", 4.0, original_length=8, attention_factor=1.0)
+    torch.testing.assert_close(rope(q, p, scaling=y) @ rope(k, p, scaling=y).T,
+                               (0.1 * math.log(4.0) + 1) ** 2 * (rope(q, p, scaling=y1) @ rope(k, p, scaling=y1).T),
+                               rtol=1e-5, atol=1e-5)  # cos and sin are scaled in float32
+
+
+def test_rope_scaling_bad_input():
+    with pytest.raises(ValueError, match="method must be one of"):
+        RopeScaling("dynamic", 2.0)
+    for bad in (0.5, float("nan"), float("inf"), True, "2"):
+        with pytest.raises(ValueError, match="factor must be"):
+            RopeScaling("linear", bad)
+    with pytest.raises(ValueError, match="original_length"):
+        RopeScaling("yarn", 2.0)
+    with pytest.raises(ValueError, match="original_length"):
+        RopeScaling("yarn", 2.0, original_length=0)
+    with pytest.raises(ValueError, match="beta_fast must exceed beta_slow"):
+        RopeScaling("yarn", 2.0, original_length=32, beta_fast=1.0, beta_slow=2.0)
+    with pytest.raises(ValueError, match="beta_slow must be"):
+        RopeScaling("yarn", 2.0, original_length=32, beta_slow=0.0)
+    with pytest.raises(ValueError, match="attention_factor is YaRN's"):
+        RopeScaling("ntk", 2.0, attention_factor=1.2)
+    with pytest.raises(ValueError, match="attention_factor must be"):
+        RopeScaling("yarn", 2.0, original_length=32, attention_factor=-1.0)
+    with pytest.raises(TypeError, match="scaling must be a RopeScaling"):
+        scaled_rope_inv_freq(16, 10000.0, {"rope_type": "linear", "factor": 2.0})
+    with pytest.raises(TypeError, match="scaling must be a RopeScaling"):
+        rope_cache(4, 16, scaling="linear")
+    with pytest.raises(ValueError, match="head_dim >= 4"):
+        scaled_rope_inv_freq(2, 10000.0, RopeScaling("ntk", 2.0))

@@ -21,6 +21,15 @@ Covers
   selects the other layout, Meta's and RoFormer's pairs (x_2i, x_2i+1);
   ``interleaved_to_half`` / ``half_to_interleaved`` permute a query or key weight
   between the two, which rotate the same vectors.
+- ``RopeScaling`` / ``scaled_rope_inv_freq``: reading past the length RoPE was trained at
+  by changing its frequencies, as Hugging Face's ``rope_type`` "linear", "dynamic" and
+  "yarn" do: position interpolation (Chen et al., 2023, arXiv:2306.15595) divides every
+  frequency by the factor s; NTK-aware scaling (bloc97, 2023) raises the base to
+  base * s^(hd/(hd-2)), so the fastest plane keeps its frequency and the slowest is
+  interpolated; YaRN (Peng et al., 2023, arXiv:2309.00071) interpolates only the planes that
+  turn less than ``beta_slow`` times in the trained length, keeps those that turn more than
+  ``beta_fast`` times, ramps in between, and scales the attention logits by
+  (0.1 ln s + 1)^2. ``rope_angles``, ``rope_cache`` and ``rope`` take ``scaling=``.
 - ``alibi_slopes`` / ``alibi_bias``: ALiBi (Press, Smith & Lewis, 2022, "Train Short, Test
   Long", arXiv:2108.12409): nothing is added to the embeddings; every attention score
   q_i . k_j gets the fixed penalty -m_h (i - j), a head-specific slope m_h times the
@@ -28,13 +37,17 @@ Covers
 
 Leaves out
 ----------
-T5's learned relative position buckets and RoPE scaling for long context (position
-interpolation, NTK-aware scaling, YaRN).
+T5's learned relative position buckets; the dynamic variants of RoPE scaling that change
+the frequencies with the current length (Hugging Face's "dynamic" type with factor > 1),
+LongRoPE's searched per-plane factors and Llama 3's wavelength bands.
 
 Shapes: B batch, T sequence length, D = d_model, H heads, hd = head_dim.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -44,6 +57,8 @@ __all__ = [
     "SinusoidalPositionalEncoding",
     "LearnedPositionalEmbedding",
     "rope_inv_freq",
+    "RopeScaling",
+    "scaled_rope_inv_freq",
     "rope_cache",
     "rope_angles",
     "rotate_half",
@@ -187,6 +202,103 @@ def rope_inv_freq(head_dim: int, base: float = 10000.0, device: torch.device | s
     return 1.0 / (base**exponents)
 
 
+SCALING_METHODS = ("linear", "ntk", "yarn")
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """How to stretch RoPE so that a model trained at length L reads ``factor`` times further.
+
+    ``method`` is "linear" (position interpolation, Chen et al., 2023: every frequency divided
+    by s, the same as reading position m as m / s), "ntk" (NTK-aware scaling, bloc97, 2023: the
+    base raised to base * s^(hd/(hd-2))) or "yarn" (Peng et al., 2023: NTK-by-parts plus an
+    attention temperature). YaRN needs ``original_length`` = L; the two betas are its defaults
+    for LLaMA, in full turns of a plane over L positions.
+
+    >>> RopeScaling("yarn", 4.0, original_length=32).beta_fast
+    32.0
+    """
+
+    method: str  # "linear" (position interpolation), "ntk" (NTK-aware base change) or "yarn"
+    factor: float  # s = the length to read / the length trained at; >= 1 (1: no change)
+    original_length: int | None = None  # L, the trained context length (sets YaRN's ramp)
+    beta_fast: float = 32.0  # YaRN: planes that turn more than this many times in L keep their frequency
+    beta_slow: float = 1.0  # YaRN: planes that turn fewer than this many times in L are interpolated fully
+    attention_factor: float | None = None  # YaRN: cos and sin times this; None: 0.1 ln s + 1 (1.0: NTK-by-parts alone)
+
+    def __post_init__(self) -> None:
+        if self.method not in SCALING_METHODS:
+            raise ValueError(f"method must be one of {SCALING_METHODS}, got {self.method!r}")
+        if isinstance(self.factor, bool) or not isinstance(self.factor, (int, float)) or not 1.0 <= self.factor < math.inf:
+            raise ValueError(f"factor must be a finite number >= 1 (the length ratio), got {self.factor!r}")
+        if self.original_length is not None:
+            _check_positive_int("original_length", self.original_length)
+        elif self.method == "yarn":
+            raise ValueError("original_length (the trained context length) is needed for method='yarn'")
+        for name in ("beta_fast", "beta_slow"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+        if not self.beta_fast > self.beta_slow:
+            raise ValueError(f"beta_fast must exceed beta_slow, got {self.beta_fast} and {self.beta_slow}")
+        a = self.attention_factor
+        if a is not None:
+            if self.method != "yarn":
+                raise ValueError(f"attention_factor is YaRN's temperature; method={self.method!r} has none")
+            if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 < a < math.inf:
+                raise ValueError(f"attention_factor must be a finite number > 0 or None, got {a!r}")
+
+
+def scaled_rope_inv_freq(
+    head_dim: int, base: float = 10000.0, scaling: RopeScaling | None = None, device: torch.device | str | None = None
+) -> tuple[torch.Tensor, float]:
+    """RoPE's frequencies after ``scaling`` (float32, shape (head_dim/2,)) and the attention factor.
+
+    The attention factor multiplies cos and sin (as Hugging Face does), so both the rotated
+    query and key grow by it and every logit by its square: YaRN's temperature 1/t with
+    sqrt(1/t) = 0.1 ln s + 1, unless ``scaling.attention_factor`` sets it. It is 1 for "linear"
+    and "ntk" (and for ``scaling=None``).
+    The operations are those of transformers' ``_compute_linear_scaling_rope_parameters``,
+    ``_compute_dynamic_ntk_parameters`` (factor 1 at length s * L, which is the static rule)
+    and ``_compute_yarn_parameters`` (with ``truncate``), so the frequencies agree bit for bit.
+
+    >>> scaled_rope_inv_freq(4, 10000.0, RopeScaling("linear", 2.0))
+    (tensor([0.5000, 0.0050]), 1.0)
+    >>> scaled_rope_inv_freq(4, 10000.0, RopeScaling("ntk", 2.0))   # base 10000 * 2^2: the fast plane kept
+    (tensor([1.0000, 0.0050]), 1.0)
+    """
+    inv_freq = rope_inv_freq(head_dim, base, device=device)  # validates head_dim and base
+    if scaling is None:
+        return inv_freq, 1.0
+    if not isinstance(scaling, RopeScaling):
+        raise TypeError(f"scaling must be a RopeScaling or None, got {type(scaling).__name__}")
+    s = float(scaling.factor)
+    if scaling.method == "linear":  # position interpolation: m * (w / s) = (m / s) * w
+        return inv_freq / s, 1.0
+    if scaling.method == "ntk":
+        if head_dim < 4:
+            raise ValueError(f"NTK-aware scaling needs head_dim >= 4 (the exponent is hd/(hd-2)), got {head_dim}")
+        return rope_inv_freq(head_dim, float(base) * s ** (head_dim / (head_dim - 2)), device=device), 1.0
+    # YaRN. A plane of wavelength 2 pi / w turns r = L w / (2 pi) times over the trained length L.
+    # The dimension index where r equals a given count, rounded outwards; the ramp is linear in the index.
+    L, base = scaling.original_length, float(base)
+
+    def index_of(turns: float) -> float:
+        return head_dim * math.log(L / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+    low = max(math.floor(index_of(scaling.beta_fast)), 0)
+    high = min(math.ceil(index_of(scaling.beta_slow)), head_dim - 1)
+    if low == high:
+        high += 0.001  # as transformers: avoid dividing by zero
+    pos_freqs = base ** (torch.arange(0, head_dim, 2, device=device).to(torch.float32) / head_dim)  # (hd/2,)
+    ramp = ((torch.arange(head_dim // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1).to(device)
+    keep = 1 - ramp  # 1: extrapolate (the original frequency), 0: interpolate (divided by s)
+    inv_freq = (1.0 / (s * pos_freqs)) * (1 - keep) + (1.0 / pos_freqs) * keep
+    if scaling.attention_factor is not None:
+        return inv_freq, float(scaling.attention_factor)
+    return inv_freq, (0.1 * math.log(s) + 1.0 if s > 1 else 1.0)
+
+
 def rope_cache(
     T: int,
     head_dim: int,
@@ -196,13 +308,15 @@ def rope_cache(
     offset: int = 0,
     *,
     interleaved: bool = False,
+    scaling: RopeScaling | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin tables for positions offset .. offset+T-1, each of shape (T, head_dim).
 
     Rotate-half layout: the angle of frequency i sits in columns i and i + head_dim/2
     (``interleaved=True``: in columns 2i and 2i + 1). ``offset`` serves decoding with a KV
     cache (the new token's absolute position); for positions that are not consecutive,
-    see :func:`rope_angles`.
+    see :func:`rope_angles`. ``scaling``: the frequencies (and attention factor) of a
+    :class:`RopeScaling`, for reading past the trained length.
 
     >>> cos, sin = rope_cache(3, 4)
     >>> cos.shape, sin.shape
@@ -214,7 +328,7 @@ def rope_cache(
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise ValueError(f"offset must be a non-negative int, got {offset!r}")
     pos = torch.arange(offset, offset + T, device=device)  # (T,)
-    return rope_angles(pos, head_dim, base, dtype=dtype, interleaved=interleaved)
+    return rope_angles(pos, head_dim, base, dtype=dtype, interleaved=interleaved, scaling=scaling)
 
 
 def rope_angles(
@@ -223,11 +337,15 @@ def rope_angles(
     base: float = 10000.0,
     dtype: torch.dtype | None = None,
     interleaved: bool = False,
+    *,
+    scaling: RopeScaling | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of the angles position * w_i for any tensor of positions: shape (*positions.shape, head_dim).
 
     The angles are computed in float32 (positions cast to float32, as Hugging Face does),
-    so ``rope_angles(torch.arange(T), hd)`` is ``rope_cache(T, hd)`` bit for bit.
+    so ``rope_angles(torch.arange(T), hd)`` is ``rope_cache(T, hd)`` bit for bit. With ``scaling``
+    the frequencies are :func:`scaled_rope_inv_freq`'s and cos and sin are multiplied by its
+    attention factor (YaRN), as Hugging Face's rotary embedding does.
 
     >>> cos, sin = rope_angles(torch.tensor([[0, 5], [2, 2]]), 4)
     >>> cos.shape, torch.equal(rope_angles(torch.arange(6), 4)[1][5], sin[0, 1])
@@ -241,13 +359,15 @@ def rope_angles(
         raise ValueError("positions must be finite (a NaN or inf position has no angle)")
     if not isinstance(interleaved, bool):
         raise TypeError(f"interleaved must be a bool, got {type(interleaved).__name__}")
-    inv_freq = rope_inv_freq(head_dim, base, device=positions.device)  # (hd/2,)
+    inv_freq, attention_factor = scaled_rope_inv_freq(head_dim, base, scaling, device=positions.device)  # (hd/2,)
     freqs = positions.to(torch.float32)[..., None] * inv_freq  # (..., hd/2)
     if interleaved:
         emb = torch.repeat_interleave(freqs, 2, dim=-1)  # (..., hd): w_0, w_0, w_1, w_1, ...
     else:
         emb = torch.cat((freqs, freqs), dim=-1)  # (..., hd): w_0 .. w_{hd/2-1}, twice
     cos, sin = emb.cos(), emb.sin()
+    if attention_factor != 1.0:  # YaRN: both q and k grow by it, the logits by its square
+        cos, sin = cos * attention_factor, sin * attention_factor
     if dtype is not None:
         cos, sin = cos.to(dtype), sin.to(dtype)
     return cos, sin
@@ -321,14 +441,16 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleave
     return x * cos + (rotate_pairs(x) if interleaved else rotate_half(x)) * sin
 
 
-def rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0, interleaved: bool = False) -> torch.Tensor:
+def rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0, interleaved: bool = False, *,
+         scaling: RopeScaling | None = None) -> torch.Tensor:
     """Rotate ``x`` (..., head_dim) at explicit ``positions``: any leading shape, any positions.
 
     ``positions`` broadcasts to ``x.shape[:-1]``: (T,) for one sequence shared by every head
     and example, (B, 1, T) per example for x (B, H, T, hd), (T, H)-shaped layouts, packed
     sequences that restart at 0, left padding. The angles are float32 and cast to
     ``x.dtype``, as :class:`llmbook.llama.Llama` does. For x (B, H, T, hd) and positions
-    ``torch.arange(T)`` this is ``apply_rope(x, *rope_cache(T, hd, base))``.
+    ``torch.arange(T)`` this is ``apply_rope(x, *rope_cache(T, hd, base))``. ``scaling``: see
+    :class:`RopeScaling`.
 
     Only the distance counts: shifting every position by the same amount leaves q . k unchanged.
 
@@ -353,7 +475,7 @@ def rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0, interl
         raise ValueError(f"positions of shape {tuple(positions.shape)} must broadcast to x.shape[:-1] = {tuple(x.shape[:-1])}")
     if positions.device != x.device:
         raise ValueError(f"positions is on {positions.device} but x is on {x.device}")
-    cos, sin = rope_angles(positions, x.shape[-1], base, dtype=x.dtype, interleaved=interleaved)
+    cos, sin = rope_angles(positions, x.shape[-1], base, dtype=x.dtype, interleaved=interleaved, scaling=scaling)
     return x * cos + (rotate_pairs(x) if interleaved else rotate_half(x)) * sin
 
 
