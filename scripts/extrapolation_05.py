@@ -33,7 +33,9 @@ every position. The test split is not used.
 
     OMP_NUM_THREADS=1 python scripts/extrapolation_05.py --out data/results/ch05_extrapolation.json
 
-Deterministic given the seeds, the thread count and the torch build.
+Deterministic given the seeds, the thread count and the torch build. ``scripts/rope_extension_05.py``
+reuses the model and the recipe (``train_model``) and sets ``PositionLM.rope_scaling`` to read the
+RoPE runs past 32 characters with position interpolation, NTK-aware scaling and YaRN.
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ class PositionLM(nn.Module):
         if positional not in POSITIONS:
             raise ValueError(f"positional must be one of {POSITIONS}, got {positional!r}")
         self.positional, self.max_len = positional, max_len
+        self.rope_scaling = None  # a RopeScaling read past the trained length (scripts/rope_extension_05.py)
         d, h = SIZES["d_model"], SIZES["n_head"]
         self.wte = nn.Embedding(vocab_size, d)
         self.wpe = nn.Embedding(max_len, d) if positional == "learned" else None
@@ -124,7 +127,7 @@ class PositionLM(nn.Module):
         elif self.positional == "sinusoidal":
             x = x + self.pe[:T]
         hd = SIZES["d_model"] // SIZES["n_head"]
-        rope = rope_cache(T, hd, device=idx.device) if self.positional == "rope" else None
+        rope = rope_cache(T, hd, device=idx.device, scaling=self.rope_scaling) if self.positional == "rope" else None
         bias = alibi_bias(T, SIZES["n_head"], device=idx.device) if self.positional == "alibi" else None
         for block in self.blocks:
             x = block(x, rope, bias)
@@ -141,7 +144,7 @@ def per_position_loss(model: nn.Module, windows: torch.Tensor, chunk: int = 64) 
     for i in range(0, len(windows), chunk):
         w = windows[i:i + chunk]
         logits, _ = model(w[:, :-1])
-        total += F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none").double().sum(0)  # (T,)
+        total += F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none").double().sum(0).cpu()  # (T,)
     return (total / len(windows)).tolist()
 
 
@@ -149,6 +152,23 @@ def eval_windows(val_ids: torch.Tensor) -> torch.Tensor:
     g = torch.Generator().manual_seed(EVAL_SEED)
     starts = torch.randint(0, len(val_ids) - EVAL_LEN - 1, (N_EVAL_WINDOWS,), generator=g)
     return torch.stack([val_ids[s:s + EVAL_LEN + 1] for s in starts.tolist()])  # (N, EVAL_LEN + 1)
+
+
+def load_data() -> tuple[CharVocab, torch.Tensor, torch.Tensor]:
+    """The vocabulary and the encoded train and validation splits of Shakespeare."""
+    splits = load_splits("shakespeare")
+    vocab = CharVocab.from_text(load_text("shakespeare"))
+    return vocab, torch.tensor(vocab.encode(splits.train)), torch.tensor(vocab.encode(splits.val))
+
+
+def train_model(name: str, seed: int, steps: int, vocab_size: int, get_batch) -> PositionLM:
+    """One run of the recipe above: the model of scheme ``name`` trained with seed ``seed``."""
+    seed_everything(seed)
+    model = PositionLM(vocab_size, name)
+    cfg = TrainConfig(max_steps=steps, lr=LR, min_lr=MIN_LR, warmup_steps=WARMUP, eval_interval=steps,
+                      eval_batches=4, seed=seed, progress=False)
+    train(model, get_batch, cfg)
+    return model
 
 
 def main() -> None:
@@ -159,10 +179,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=STEPS)
     args = parser.parse_args()
 
-    splits = load_splits("shakespeare")
-    vocab = CharVocab.from_text(load_text("shakespeare"))
-    train_ids = torch.tensor(vocab.encode(splits.train))
-    val_ids = torch.tensor(vocab.encode(splits.val))
+    vocab, train_ids, val_ids = load_data()
     get_batch = random_windows(train_ids, val_ids, block_size=TRAIN_LEN, batch_size=BATCH)
     windows = eval_windows(val_ids)
 
@@ -171,11 +188,7 @@ def main() -> None:
         runs = []
         for seed in args.seeds:
             t0 = time.perf_counter()
-            seed_everything(seed)
-            model = PositionLM(len(vocab), name)
-            cfg = TrainConfig(max_steps=args.steps, lr=LR, min_lr=MIN_LR, warmup_steps=WARMUP, eval_interval=args.steps,
-                              eval_batches=4, seed=seed, progress=False)
-            train(model, get_batch, cfg)
+            model = train_model(name, seed, args.steps, len(vocab), get_batch)
             losses = per_position_loss(model, windows)
             within = sum(losses[:TRAIN_LEN]) / TRAIN_LEN
             beyond = sum(losses[TRAIN_LEN:]) / (EVAL_LEN - TRAIN_LEN)
