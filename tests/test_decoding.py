@@ -7,7 +7,8 @@ import torch
 from scipy import stats
 
 from llmbook.decoding import (
-    beam_search, greedy_decode, length_penalty, min_p_filter, repetition_penalty, speculative_generate,
+    accept_reject, beam_search, expected_tokens_per_round, greedy_decode, length_penalty, min_p_filter,
+    repetition_penalty, speculative_generate,
     truncated_draft,
 )
 from llmbook.gpt import GPT, GPTConfig
@@ -238,6 +239,84 @@ def test_speculative_acceptance_statistics():
                                generator=torch.Generator().manual_seed(0))
     assert out.accepted == out.proposed  # a draft equal to the target is always accepted (p / q = 1)
     assert out.tokens.shape == (12,)
+
+
+def test_speculative_round_bookkeeping_exact():
+    """A scripted greedy run: the draft is wrong after token 0 only, so every count is known by hand.
+
+    Target: 0 -> 1 -> 2 -> 3 -> 0 ...; draft: the same cycle but 0 -> 3. From prompt [0] with k = 3:
+    round 1 drafts 3, 0, 3 and the first is rejected (the target emits 1): (3 drafted, 0 accepted);
+    rounds 2 and 3 start at 1, draft 2, 3, 0 correctly and add a bonus 1: (3, 3) each. 9 tokens.
+    """
+    nxt_t, nxt_d = [1, 2, 3, 0], [3, 2, 3, 0]
+    target = Bigram(torch.nn.functional.one_hot(torch.tensor(nxt_t), 4).float() * 20)
+    draft = Bigram(torch.nn.functional.one_hot(torch.tensor(nxt_d), 4).float() * 20)
+    out = speculative_generate(target, draft, torch.tensor([0]), 9, k=3, temperature=0)
+    assert out.tokens.tolist() == [1, 2, 3, 0, 1, 2, 3, 0, 1]
+    assert out.rounds == ((3, 0), (3, 3), (3, 3)) and out.target_calls == 3
+    assert (out.proposed, out.accepted, out.rejected) == (9, 6, 1)
+    assert out.acceptance_rate == 6 / 9           # the two untested drafts of round 1 count as misses
+    assert out.per_token_acceptance == 6 / 7      # only tested drafts count
+
+
+def _iid_acceptance_rounds(alpha: float, k: int, n_tokens: int, gen: torch.Generator):
+    """Simulate speculative rounds whose tested drafts are accepted independently with probability alpha.
+
+    Returns (drafted, accepted) per round, stopping (and drafting no further) at n_tokens, as the library does."""
+    rounds, made = [], 0
+    while made < n_tokens:
+        kk = min(k, n_tokens - made)
+        acc = 0
+        while acc < kk and float(torch.rand(1, generator=gen)) < alpha:
+            acc += 1
+        rounds.append((kk, acc))
+        made += acc + 1
+    return rounds
+
+
+def test_speculative_per_token_acceptance_matches_an_iid_simulation():
+    """Unigram target and draft (no context): each tested draft is kept independently with
+    alpha = sum_x min(p(x), q(x)) = 1 - TV(p, q). The library's per-token rate estimates alpha,
+    and both rates agree with a simulation of independent acceptances at that alpha; accepted /
+    proposed is biased low, and the tokens per pass match Leviathan et al.'s formula only with the
+    per-token rate."""
+    g = torch.Generator().manual_seed(5)
+    V, k, n_tokens, runs = 6, 5, 200, 30
+    p = torch.softmax(torch.randn(V, generator=g) * 1.5, -1)
+    q = 0.7 * p + 0.3 * torch.softmax(torch.randn(V, generator=g) * 1.5, -1)
+    alpha = float(torch.minimum(p, q).sum())
+    assert 0.6 < alpha < 0.95
+    target, draft = Bigram(p.log().expand(V, V).clone()), Bigram(q.log().expand(V, V).clone())
+    outs = [speculative_generate(target, draft, torch.tensor([0]), n_tokens, k=k, generator=g) for _ in range(runs)]
+    acc = sum(o.accepted for o in outs)
+    tested = acc + sum(o.rejected for o in outs)
+    per_token = acc / tested
+    sd = math.sqrt(alpha * (1 - alpha) / tested)
+    assert abs(per_token - alpha) < 4 * sd, (per_token, alpha, sd)
+    assert all(o.per_token_acceptance == o.accepted / (o.accepted + o.rejected) for o in outs)
+    sim = [r for _ in range(runs) for r in _iid_acceptance_rounds(alpha, k, n_tokens, g)]
+    sim_acc, sim_drafted = sum(a for _, a in sim), sum(d for d, _ in sim)
+    sim_tested = sim_acc + sum(a < d for d, a in sim)
+    assert abs(per_token - sim_acc / sim_tested) < 6 * sd
+    share, sim_share = acc / sum(o.proposed for o in outs), sim_acc / sim_drafted
+    assert abs(share - sim_share) < 0.04 and share < alpha - 0.1   # accepted / proposed sits well below alpha
+    per_pass = runs * n_tokens / sum(o.target_calls for o in outs)
+    assert abs(per_pass - expected_tokens_per_round(alpha, k)) < 0.25
+    assert per_pass - expected_tokens_per_round(share, k) > 0.5   # the biased rate underpredicts
+
+
+def test_accept_reject_step():
+    p = torch.tensor([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
+    q = torch.tensor([[0.25, 0.75, 0.0], [0.6, 0.2, 0.2]])
+    drafts = torch.tensor([0, 0])
+    n, dist = accept_reject(p, q, drafts, torch.tensor([0.99, 0.5]))   # ratio 2 >= 1, then 1/3 < 0.5
+    assert n == 1 and torch.allclose(dist, torch.tensor([0.0, 0.1, 0.3]) / 0.4)
+    n, dist = accept_reject(p, q, drafts, torch.tensor([0.0, 0.0]))
+    assert n == 2 and torch.equal(dist, p[2])                           # all kept: the bonus row
+    with pytest.raises(ValueError, match="p must"):
+        accept_reject(p[:2], q, drafts, torch.zeros(2))
+    with pytest.raises(ValueError, match="u must"):
+        accept_reject(p, q, drafts, torch.zeros(3))
 
 
 def test_speculative_bad_inputs():

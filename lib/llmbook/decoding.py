@@ -72,7 +72,7 @@ from llmbook.device import model_device
 
 __all__ = [
     "beam_search", "BeamHypothesis", "greedy_decode", "length_penalty", "repetition_penalty", "min_p_filter",
-    "speculative_generate", "SpeculativeResult", "expected_tokens_per_round", "TruncatedLlama", "truncated_draft", "NGramDraft",
+    "speculative_generate", "SpeculativeResult", "accept_reject", "expected_tokens_per_round", "TruncatedLlama", "truncated_draft", "NGramDraft",
 ]
 
 
@@ -360,18 +360,74 @@ def min_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
 
 
 class SpeculativeResult(NamedTuple):
-    """``tokens`` (n,) the new ids; ``proposed`` and ``accepted`` count drafted tokens;
-    ``target_calls`` counts the target's forward passes (one per round, the first with the prompt)."""
+    """What ``speculative_generate`` returns.
+
+    ``tokens`` (n,) the new ids; ``proposed`` counts drafted tokens, ``accepted`` those kept;
+    ``target_calls`` counts the target's forward passes (one per round, the first with the
+    prompt); ``rounds`` holds one ``(drafted, accepted)`` pair per round, in order.
+
+    Two rates can be read off. ``acceptance_rate`` is accepted / proposed (the share of drafted
+    tokens kept; ``benchmarks/bench_decoding.py`` records it). It is *not* the acceptance
+    probability alpha of Leviathan et al. (2023, section 3.1): the drafts after a round's first
+    rejection are proposed but never tested, and they count as misses here.
+    ``per_token_acceptance`` is accepted / tested, the tested tokens being the accepted ones plus
+    the one rejected token of every round that stopped early: the estimate of the per-token
+    ``alpha`` in ``expected_tokens_per_round`` (the maximum-likelihood one when every tested token
+    is accepted independently with one probability).
+    """
 
     tokens: torch.Tensor
     proposed: int
     accepted: int
     target_calls: int
+    rounds: tuple = ()
+
+    @property
+    def rejected(self) -> int:
+        """Drafted tokens tested and rejected: one in every round that stopped before its last draft."""
+        return sum(a < d for d, a in self.rounds)
 
     @property
     def acceptance_rate(self) -> float:
-        """Accepted / proposed drafted tokens (nan when nothing was drafted)."""
+        """Accepted / proposed drafted tokens, untested ones included (nan when nothing was drafted)."""
         return self.accepted / self.proposed if self.proposed else float("nan")
+
+    @property
+    def per_token_acceptance(self) -> float:
+        """Accepted / tested drafted tokens: the per-token alpha (nan when nothing was tested)."""
+        tested = self.accepted + self.rejected
+        return self.accepted / tested if tested else float("nan")
+
+
+def accept_reject(p: torch.Tensor, q: torch.Tensor, drafts: torch.Tensor,
+                  u: torch.Tensor) -> tuple[int, torch.Tensor]:
+    """The verification step of one speculative round, as ``speculative_generate`` runs it.
+
+    ``p`` (k + 1, V) the target's probabilities at the k drafted positions and the one after;
+    ``q`` (k, V) the draft's; ``drafts`` (k,) the drafted ids; ``u`` (k,) uniforms in [0, 1).
+    ``d_i`` is kept when ``u_i < p_i(d_i) / q_i(d_i)``, left to right until the first rejection.
+    Returns ``(n, dist)``: the number kept and the distribution (V,) of the round's last token:
+    ``p[k]`` (the bonus) when all are kept, else the residual ``norm(max(0, p_n - q_n))``.
+    With one-hot p and q (temperature 0) and ``u = 0`` this keeps a draft iff it is p's argmax.
+
+    >>> p = torch.tensor([[0.5, 0.5], [0.9, 0.1]]); q = torch.tensor([[1.0, 0.0]])
+    >>> accept_reject(p, q, torch.tensor([0]), torch.tensor([0.7]))
+    (0, tensor([0., 1.]))
+    """
+    k = drafts.numel()
+    if p.dim() != 2 or q.dim() != 2 or p.shape[0] != k + 1 or q.shape[0] != k or p.shape[1] != q.shape[1]:
+        raise ValueError(f"p must be (k + 1, V) and q (k, V) for k = {k} drafts, got p {tuple(p.shape)}, "
+                         f"q {tuple(q.shape)}")
+    if u.shape != drafts.shape:
+        raise ValueError(f"u must have one uniform per drafted token, shape {tuple(drafts.shape)}, got {tuple(u.shape)}")
+    ratio = p[:k].gather(-1, drafts[:, None])[:, 0] / q.gather(-1, drafts[:, None])[:, 0]  # p_i(d_i) / q_i(d_i)
+    n = int(torch.cumprod((u.to(ratio.device) < ratio).long(), 0).sum())  # host: the accepted prefix
+    if n == k:
+        return n, p[k]
+    residual = torch.clamp(p[n] - q[n], min=0.0)
+    if float(residual.sum()) <= 0.0:
+        residual = p[n]  # p == q on the support: the rejection cannot happen; guard rounding
+    return n, residual / residual.sum()
 
 
 def _probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -451,7 +507,7 @@ def speculative_generate(target, draft, prompt: torch.Tensor, max_new_tokens: in
     drf = _Stepper("draft", draft, max_len, device)
     seq = prompt  # (1, n): prompt and every emitted token
     T0 = prompt.shape[1]
-    calls, proposed, accepted = 0, 0, 0
+    calls, proposed, accepted, rounds = 0, 0, 0, []
     while seq.shape[1] - T0 < max_new_tokens:
         n = seq.shape[1]
         kk = min(k, max_new_tokens - (n - T0))  # never draft past the end
@@ -475,29 +531,21 @@ def speculative_generate(target, draft, prompt: torch.Tensor, max_new_tokens: in
                              f"target {p_logits.shape[-1]}")
         p = _probs(p_logits, temperature)  # (kk + 1, V)
         dd = d[0]
-        p_d = p[:kk].gather(-1, dd[:, None])[:, 0]  # (kk,)
-        q_d = q.gather(-1, dd[:, None])[:, 0]
         if temperature == 0.0:
-            ok = p_d > 0  # one-hot p: accepted iff the draft token is the target's argmax
+            u = torch.zeros(kk, device=device)  # one-hot p and q: kept iff the draft is the target's argmax
         else:
             u = torch.rand(kk, generator=generator, device=generator.device if generator is not None else device)
-            ok = u.to(device) < (p_d / q_d)  # accept with probability min(1, p/q)
-        n_acc = int(torch.cumprod(ok.long(), 0).sum())  # host: accepted prefix length
+        n_acc, dist = accept_reject(p, q, dd, u.to(device))  # accept with probability min(1, p/q)
         proposed += kk
         accepted += n_acc
-        if n_acc == kk:
-            new = _draw(p[kk:kk + 1], temperature, generator)  # bonus token from p_{kk+1}
-        else:
-            residual = torch.clamp(p[n_acc] - q[n_acc], min=0.0)
-            if temperature == 0.0 or float(residual.sum()) <= 0.0:
-                residual = p[n_acc]  # p == q on the support: the rejection cannot happen; guard rounding
-            new = _draw((residual / residual.sum())[None], temperature, generator)
+        rounds.append((kk, n_acc))
+        new = _draw(dist[None], temperature, generator)  # the bonus token, or the replacement from the residual
         seq = torch.cat([seq, dd[None, :n_acc], new], dim=1)
         # Roll back: the target keeps positions up to the last accepted draft token.
         tgt.truncate(n + n_acc)
         drf.truncate(min(drf.length, n + n_acc))
     tokens = seq[0, T0:T0 + max_new_tokens]
-    return SpeculativeResult(tokens, proposed, accepted, calls)
+    return SpeculativeResult(tokens, proposed, accepted, calls, tuple(rounds))
 
 
 # ----------------------------------------------------------------------------- truncated draft
