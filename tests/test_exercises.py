@@ -556,9 +556,10 @@ def test_06c_eos_trap_beam_of_one_passes_over_the_eos_for_any_jitter():
                            eos_id=4).tokens.tolist() == [1, 2, 3, 4]
 
 
-def test_06c_accept_reject_reference_equals_the_library_round():
-    """The checker's reference step replays speculative_generate's first round exactly (same draws)."""
-    from llmbook.decoding import speculative_generate
+def test_06c_checker_rule_replays_the_library_round():
+    """The checker's reference, llmbook.decoding.accept_reject, replays speculative_generate's first round exactly
+    (same draws)."""
+    from llmbook.decoding import accept_reject, speculative_generate
     for seed in range(10):
         g = torch.Generator().manual_seed(seed)
         P, Q = torch.softmax(2 * torch.randn(6, 6, generator=g), -1), torch.softmax(2 * torch.randn(6, 6, generator=g), -1)
@@ -574,9 +575,14 @@ def test_06c_accept_reject_reference_equals_the_library_round():
         d = torch.tensor(drafts)
         p = torch.softmax(P.log()[torch.cat([torch.tensor([0]), d])], -1)  # (k + 1, V)
         u = torch.rand(k, generator=g2)
-        n, dist = ex.ch06c._accept_reject_ref(p, torch.stack(qs), d, u)
+        n, dist = accept_reject(p, torch.stack(qs), d, u)
         nxt = int(torch.multinomial(dist[None], 1, generator=g2))
         assert out.tokens[:n + 1].tolist() == drafts[:n] + [nxt] and out.accepted >= n
+
+
+def test_06c_3_message_names_all_three_answers():
+    msg = ex.check("06c.3", SOLUTIONS["06c.3"]).message
+    assert "(c) width 4 is never less probable than greedy: False" in msg and "...." not in msg
 
 
 def test_06c_beam_trap_prunes_the_greedy_path_for_any_jitter():

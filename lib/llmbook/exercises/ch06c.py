@@ -112,7 +112,7 @@ def _ex_06c_3(answer, rng, ctx):
     never_worse = beam_search(fn, torch.tensor([0]), 3, beam_width=4).logprob >= lp(greedy) - 1e-9
     measured = {"width_1_no_eos": bool(same), "width_1_eos_alpha": bool(same_eos),
                 "width_4_never_worse": bool(never_worse)}
-    return _prediction(answer, measured, (), what="beam search on three random models and two built to trap it",
+    res = _prediction(answer, measured, (), what="beam search on three random models and two built to trap it",
                        wrong=[({"width_1_no_eos": True, "width_1_eos_alpha": False, "width_4_never_worse": True},
                                "a wide beam can prune the greedy path early, when its first step leads to a flat "
                                "branch, and end on a less probable sequence"),
@@ -123,21 +123,12 @@ def _ex_06c_3(answer, rng, ctx):
                                "without an end token a beam of one keeps the best extension at each step: "
                                "exactly greedy")],
                        hint="answer True or False for each")
-
-
-def _accept_reject_ref(p: torch.Tensor, q: torch.Tensor, drafts: torch.Tensor, u: torch.Tensor):
-    """One verification round, as ``llmbook.decoding.speculative_generate`` does it.
-
-    p (k + 1, V) target probabilities, q (k, V) draft probabilities, drafts (k,), u (k,) uniforms.
-    Returns (number of drafted tokens accepted, the distribution (V,) the next token is drawn from).
-    """
-    k = drafts.numel()
-    ratio = p[:k].gather(-1, drafts[:, None])[:, 0] / q.gather(-1, drafts[:, None])[:, 0]
-    n = int(torch.cumprod((u < ratio).long(), 0).sum())
-    if n == k:
-        return n, p[k]
-    residual = torch.clamp(p[n] - q[n], min=0.0)
-    return n, residual / residual.sum()
+    # The summary of the dict would be cut at its length limit: say each measured answer in words.
+    return _Result("your prediction matches beam search on three random models and two built to trap it: "
+                   f"(a) width 1 without an end token is greedy: {measured['width_1_no_eos']}; "
+                   f"(b) width 1 with an end token and alpha = 1.5 is greedy cut at its end token: "
+                   f"{measured['width_1_eos_alpha']}; (c) width 4 is never less probable than greedy: "
+                   f"{measured['width_4_never_worse']}", res.inputs)
 
 
 def _accept_reject_cases(rng: random.Random) -> list[tuple]:
@@ -185,9 +176,10 @@ def _ex_06c_4(answer, rng, ctx):
         raise _NotAttempted()
     if not callable(answer):
         raise _Fail(f"expected a function, got {type(answer).__name__}", "pass accept_reject itself (no parentheses)")
+    from ..decoding import accept_reject
     cases = _accept_reject_cases(rng)
     for i, (p, q, drafts, u) in enumerate(cases):
-        exp = _accept_reject_ref(p, q, drafts, u)
+        exp = accept_reject(p, q, drafts, u)   # the rule speculative_generate itself runs
         got = _call(answer, p.clone(), q.clone(), drafts.clone(), u.clone())
         if _same_step(got, exp):
             continue
