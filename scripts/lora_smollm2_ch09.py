@@ -73,12 +73,12 @@ TEST = [
     ("What language is spoken in Spain?", ["spanish"]), ("How many continents are there?", ["7", "seven"]),
     ("What is the plural of mouse?", ["mice"]), ("What colour is the sky on a clear day?", ["blue"]),
     ("Name a fruit that is yellow.", ["banana", "lemon", "pineapple", "mango"]),
-    ("What do you call a baby dog?", ["puppy", "pup"]), ("Which month has the fewest days?", ["february"]),
+    ("What do you call a baby dog?", ["puppy", "pup", "pups"]), ("Which month has the fewest days?", ["february"]),
     ("What is the tallest animal?", ["giraffe"]), ("What shape has three sides?", ["triangle"]),
     ("What is the currency of Japan?", ["yen"]), ("Who painted the Mona Lisa?", ["leonardo", "vinci"]),
     ("Which instrument has 88 keys?", ["piano"]), ("What is the chemical symbol for gold?", ["au"]),
     ("How many hours are in a day?", ["24", "twenty-four"]), ("What is the capital of Italy?", ["rome"]),
-    ("What do caterpillars turn into?", ["butterfl", "moth"]), ("What language is spoken in Brazil?", ["portuguese"]),
+    ("What do caterpillars turn into?", ["butterfly", "butterflies", "moth", "moths"]), ("What language is spoken in Brazil?", ["portuguese"]),
     ("Which season comes after winter?", ["spring"]), ("Which organ pumps blood through the body?", ["heart"]),
     ("How many sides does a hexagon have?", ["6", "six"]), ("What is the opposite of up?", ["down"]),
     ("Which animal is called the king of the jungle?", ["lion"]),
@@ -149,6 +149,56 @@ def reply_text(answer: str) -> str:
     return f"Answer: {answer}."
 
 
+OPTIONS = re.compile(r'"?([\w-]+)"? or "?([\w-]+)"?\?$')  # "..., 4 or 52?", "even or odd?", '"w" or "v"?'
+
+
+def names(text: str, word: str) -> int:
+    """How often ``word`` occurs in ``text`` as a whole word or number: not inside a longer word, number or
+    decimal ("0" is not in "-18.0" nor in "0.0001"; "two" is not in "seventy-two"). Letters compare case-blind,
+    except for an answer in capitals (the upper-case questions), which must be written so."""
+    flags = 0 if (len(word) > 1 and word.isupper()) else re.IGNORECASE
+    return len(re.findall(rf"(?<![\w.-]){re.escape(word)}(?![\w-]|[.,]\d)", text, flags))
+
+
+def names_answer(question: str, reply: str, answers: list[str]) -> bool:
+    """The reply's content is right: it names one of ``answers`` (``names``) and none of the other options the
+    question offers ("Which is larger, 4 or 52?": a reply naming both numbers is not counted); where an answer
+    stands in the question beside a neighbouring word ("5 times" in "What is 5 times 1?"), the reply's copies of
+    that pair are not counted (a reply that only repeats the question has not answered 5). Format-blind, so it
+    scores a plain model's sentence and an adapter's ``Answer: ...`` alike; lenient, as it can credit a reply
+    that names the answer in passing."""
+    m = OPTIONS.search(question)
+    options = m.groups() if m else ()
+    rivals = [o for o in options if not any(o.lower() == a.lower() for a in answers)]
+    words = re.findall(r"[\w-]+", question)
+    for a in answers:
+        left = reply
+        for i, w in enumerate(words):
+            if w.lower() == a.lower() and a not in options:   # drop "<word> <answer>" and "<answer> <word>" copies
+                for pair in words[max(i - 1, 0):i + 1], words[i:i + 2]:
+                    if len(pair) == 2 and not {x.lower() for x in pair} & {"is", "what", "the", "of", "a", "in"}:
+                        left = re.sub(r"\W+".join(map(re.escape, pair)), " ", left, flags=re.IGNORECASE)
+        if names(left, a) and not any(names(reply, o) for o in rivals):
+            return True
+    return False
+
+
+def build_questions(seed: int, n_train: int, n_val: int, splits=None) -> tuple[list, list]:
+    """The training and validation questions of a run with ``seed``: (question, answer) pairs."""
+    splits = splits or load_splits("shakespeare")
+    rng = random.Random(seed)
+    train_words = words_of(splits.train)
+    train_q = [make_question(rng, train_words) for _ in range(n_train)]
+    seen, known = {q for q, _ in train_q}, set(train_words)
+    val_words = [w for w in words_of(splits.val) if w not in known]  # words no training question used
+    val_rng, val_q = random.Random(seed + 1), []
+    while len(val_q) < n_val:  # new questions of the training kinds
+        q, a = make_question(val_rng, val_words)
+        if q not in seen and q not in {x for x, _ in val_q}:
+            val_q.append((q, a))
+    return train_q, val_q
+
+
 def format_ok(reply: str, ended: bool) -> bool:
     """The behaviour: one line ``Answer: <answer>.`` and the turn ended."""
     return ended and re.fullmatch(FORMAT, reply.strip()) is not None
@@ -179,18 +229,20 @@ class Chat:
 
 
 def measure(chat: Chat, val: list[tuple[str, str]], test: list[tuple[str, list[str]]]) -> dict:
-    """Format success on validation and test, exact answers on validation, right keywords on test."""
+    """Format success on validation and test; on validation the exact reply ``Answer: <answer>.`` and the right
+    answer named in any wording (``names_answer``); on test a right keyword named (``names_answer``)."""
     out: dict = {"val": [], "test": []}
     for q, a in val:
         r, ended = chat.reply(q)
         out["val"].append({"question": q, "reply": r, "ended": ended, "format_ok": format_ok(r, ended),
-                           "exact": r.strip() == reply_text(a)})
+                           "exact": r.strip() == reply_text(a), "content": names_answer(q, r, [a])})
     for q, keys in test:
         r, ended = chat.reply(q)
         out["test"].append({"question": q, "reply": r, "ended": ended, "format_ok": format_ok(r, ended),
-                            "keyword": any(k in r.lower() for k in keys)})
+                            "keyword": names_answer(q, r, keys)})
     rate = lambda rows, k: round(sum(x[k] for x in rows) / len(rows), 4)  # noqa: E731
     out["summary"] = {"val_format_rate": rate(out["val"], "format_ok"), "val_exact_rate": rate(out["val"], "exact"),
+                      "val_content_rate": rate(out["val"], "content"),
                       "test_format_rate": rate(out["test"], "format_ok"), "test_keyword_rate": rate(out["test"], "keyword")}
     return out
 
@@ -207,17 +259,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     t_start = time.time()
     torch.manual_seed(args.seed)
-    splits = load_splits("shakespeare")
-    rng = random.Random(args.seed)
-    train_words = words_of(splits.train)
-    train_q = [make_question(rng, train_words) for _ in range(args.n_train)]
-    seen, known = {q for q, _ in train_q}, set(train_words)
-    val_words = [w for w in words_of(splits.val) if w not in known]  # words no training question used
-    val_rng, val_q = random.Random(args.seed + 1), []
-    while len(val_q) < args.n_val:  # new questions of the training kinds
-        q, a = make_question(val_rng, val_words)
-        if q not in seen and q not in {x for x, _ in val_q}:
-            val_q.append((q, a))
+    train_q, val_q = build_questions(args.seed, args.n_train, args.n_val)
 
     model, tok = load_gguf(), load_tokenizer()
     chat = Chat(model, tok)

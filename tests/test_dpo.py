@@ -131,3 +131,16 @@ def test_dpo_train_raises_the_margin_and_rejects_empty_pairs():
     assert losses[0] == pytest.approx(math.log(2), rel=1e-4) and losses[-1] < losses[0] and margin() > 1.0
     with pytest.raises(ValueError, match="pairs is empty"):
         dpo_train(policy, ref, [], steps=1, lr=1e-3)
+
+
+def test_sequence_logprobs_ignores_minus_inf_off_the_answer():
+    """A logit of -inf where the labels are -100 (a masked-out vocabulary entry) leaves the sum finite."""
+    logits = torch.randn(2, 5, 7)
+    labels = torch.full((2, 5), IGNORE_INDEX)
+    labels[:, 3:] = torch.tensor([[1, 2], [3, 4]])
+    logits[:, 0, 0] = float("-inf")                 # position 0 reads token 0 for its -100 label
+    got = sequence_logprobs(logits, labels)
+    assert torch.isfinite(got).all()
+    logp = logits.log_softmax(-1)
+    want = torch.stack([logp[b, 2, labels[b, 3]] + logp[b, 3, labels[b, 4]] for b in range(2)])
+    torch.testing.assert_close(got, want)

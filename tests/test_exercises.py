@@ -700,6 +700,11 @@ def _mask_labels(input_ids, prompt_lens, lengths):
     return input_ids.masked_fill(~((t >= prompt_lens[:, None]) & (t < lengths[:, None])), -100)
 
 
+def _ipo(pc, pr, rc, rr, tau):
+    """09.2, pair by pair: (h - 1 / (2 tau))^2 with h the policy's log-ratio margin over the reference's."""
+    return torch.stack([((a - c) - (b - d) - 1 / (2 * tau)) ** 2 for a, b, c, d in zip(pc, pr, rc, rr)]).mean()
+
+
 def _multi_lora(x, W, b, A, B, adapter, alpha):
     """09.3, written row by row: W x + b + (alpha / r) B A x with the row's own adapter."""
     return torch.stack([W @ xi + b + alpha / A.shape[1] * (B[k] @ (A[k] @ xi)) for xi, k in zip(x, adapter)])
@@ -707,7 +712,7 @@ def _multi_lora(x, W, b, A, B, adapter, alpha):
 
 SOLUTIONS.update({
     "09.1": _mask_labels,
-    "09.2": lambda d_in, d_out, r: r * (d_in + d_out),
+    "09.2": _ipo,
     "09.3": _multi_lora,
     "09.4": {"A": False, "B": True},
 })
@@ -716,7 +721,10 @@ WRONG.update({
     "09.1": [lambda x, p, n: _mask_labels(x, p, torch.full_like(n, x.shape[1])),
              lambda x, p, n: _mask_labels(x, p, n).masked_fill(x == 0, -100),
              lambda x, p, n: torch.cat([_mask_labels(x, p, n)[:, 1:], torch.full((len(x), 1), -100)], 1)],
-    "09.2": [lambda d_in, d_out, r: d_in * d_out, lambda d_in, d_out, r: r * d_in * d_out],
+    # target 1 / tau; no reference; DPO's loss
+    "09.2": [lambda pc, pr, rc, rr, t: (((pc - rc) - (pr - rr) - 1 / t) ** 2).mean(),
+             lambda pc, pr, rc, rr, t: ((pc - pr - 1 / (2 * t)) ** 2).mean(),
+             lambda pc, pr, rc, rr, t: -torch.nn.functional.logsigmoid(t * ((pc - rc) - (pr - rr))).mean()],
     # no scaling; every row through adapter 0; the frozen layer alone
     "09.3": [lambda x, W, b, A, B, k, al: _multi_lora(x, W, b, A, B, k, A.shape[1]),
              lambda x, W, b, A, B, k, al: _multi_lora(x, W, b, A, B, torch.zeros_like(k), al),

@@ -11,9 +11,10 @@ safetensors file with its settings, written and read by ``llmbook.train``'s chec
 Leaves out: quantised base weights (QLoRA), adapters on embeddings or convolutions,
 several adapters per layer, rank-stabilised scaling (rsLoRA) and DoRA.
 
-Paper: Hu et al. 2021, *LoRA: Low-Rank Adaptation of Large Language Models*. The
-initialisation (A Kaiming-uniform, B zero) and the scaling alpha / r follow the paper and
-the ``peft`` library, whose ``LoraLayer`` gives the same output for the same A and B
+Paper: Hu et al. 2021, *LoRA: Low-Rank Adaptation of Large Language Models*. B zero and
+the scaling alpha / r follow the paper; A is drawn Kaiming-uniform, as ``nn.Linear`` draws
+its weights, which is the ``peft`` library's default (the paper, Sec. 4.1, draws A from a
+random Gaussian). peft's ``LoraLayer`` gives the same output for the same A and B
 (tests/test_lora.py).
 """
 

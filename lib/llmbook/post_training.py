@@ -218,7 +218,7 @@ def sequence_logprobs(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tenso
     keep = targets != IGNORE_INDEX
     logp = logits[:, :-1].float().log_softmax(-1)                   # (B, T-1, V)
     picked = logp.gather(-1, targets.clamp_min(0).unsqueeze(-1)).squeeze(-1)  # (B, T-1)
-    return (picked * keep).sum(-1)
+    return torch.where(keep, picked, 0.0).sum(-1)  # not picked * keep: a -inf read off the answer would give NaN
 
 
 def bradley_terry(reward_chosen: torch.Tensor, reward_rejected: torch.Tensor) -> torch.Tensor:

@@ -72,24 +72,40 @@ def _ex_09_1(answer, rng, ctx):
                   fmt=lambda v: repr(v.tolist()) if isinstance(v, torch.Tensor) else repr(v))
 
 
-@_register("09.2", "Trainable numbers of one LoRA adapter", "derive",
-           "def lora_trainable(d_in, d_out, r):\n    return NotImplemented  # your formula here")
+def _ipo_ref(pc, pr, rc, rr, tau):
+    """IPO (Azar et al. 2023), as trl's loss_type="ipo": the mean of (h - 1 / (2 tau))^2 over the pairs."""
+    h = (pc - rc) - (pr - rr)  # (n,): the policy's log-ratio margin over the reference's
+    return ((h - 1 / (2 * tau)) ** 2).mean()
+
+
+@_register("09.2", "IPO's loss: a bounded preference margin", "complete",
+           "def ipo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, tau):\n"
+           "    return NotImplemented  # your code here")
 def _ex_09_2(answer, rng, ctx):
-    from torch import nn
+    cases = []
+    for _ in range(5):
+        g = _tgen(rng)
+        n = rng.randint(2, 7)
+        logps = [-torch.rand(n, generator=g) * 30 for _ in range(4)]  # sequence log-probabilities, <= 0
+        cases.append((*logps, float(rng.choice([0.05, 0.1, 0.5, 1.0]))))
 
-    from ..lora import LoRALinear
-    cases = [(rng.randint(1, 64), rng.randint(1, 64), rng.randint(1, 8)) for _ in range(5)]
-
-    def ref(d_in, d_out, r):
-        with _seeded(rng):
-            layer = LoRALinear(nn.Linear(d_in, d_out), r=r)
-        return sum(p.numel() for p in layer.parameters() if p.requires_grad)
-    return _cases(answer, ref, cases,
-                  wrong=[(lambda i, o, r: i * o, "that is the frozen weight W; LoRA trains two thin matrices instead"),
-                         (lambda i, o, r: r * i * o, "A is r x d_in and B is d_out x r: add their sizes"),
-                         (lambda i, o, r: r * (i + o) + o, "the bias stays frozen with W")],
-                  hint="count the numbers of A and of B",
-                  show=lambda a: f"d_in={a[0]}, d_out={a[1]}, r={a[2]}")
+    def margin(pc, pr, rc, rr):
+        return (pc - rc) - (pr - rr)
+    return _cases(answer, _ipo_ref, cases, rel=1e-5,
+                  wrong=[(lambda pc, pr, rc, rr, t: ((margin(pc, pr, rc, rr) - 1 / t) ** 2).mean(),
+                          "IPO's target for the margin is 1 / (2 tau), not 1 / tau"),
+                         (lambda pc, pr, rc, rr, t: ((pc - pr - 1 / (2 * t)) ** 2).mean(),
+                          "the margin is measured against the reference: subtract ref_chosen - ref_rejected"),
+                         (lambda pc, pr, rc, rr, t: -torch.nn.functional.logsigmoid(t * margin(pc, pr, rc, rr)).mean(),
+                          "that is DPO's loss, which keeps falling as the margin grows: IPO regresses the margin "
+                          "onto a fixed target"),
+                         (lambda pc, pr, rc, rr, t: ((margin(pc, pr, rc, rr) - 1 / (2 * t)) ** 2).sum(),
+                          "average over the pairs, as dpo_loss does"),
+                         (lambda pc, pr, rc, rr, t: ((margin(pc, pr, rc, rr) + 1 / (2 * t)) ** 2).mean(),
+                          "the target is +1 / (2 tau): the chosen answer should gain on the rejected one")],
+                  hint="h = (log pi(y_w) - log pi_ref(y_w)) - (log pi(y_l) - log pi_ref(y_l)); "
+                       "the loss is the mean over the pairs of (h - 1 / (2 tau))^2",
+                  show=lambda a: f"{len(a[0])} pairs, tau={a[4]:g}")
 
 
 def _multi_lora_ref(rng):
