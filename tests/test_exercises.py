@@ -212,7 +212,7 @@ SOLUTIONS = {
     "05.2": _sinusoidal,
     "05.3": lambda hd, base, T: sum(T * base ** (-2 * i / hd) >= 2 * math.pi for i in range(hd // 2)),
     "05.4": True,
-    "05.6": lambda hd, base, L, T: base ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd) / max(1.0, T / L),
+    "05.6": lambda hd, base, s, j: base * s ** (hd / (2 * j)),
     "06b.1": lambda V, n, L, d: V * d + n * d + L * (12 * d * d + 13 * d) + 2 * d,
     "06b.2": lambda C, N: C / (6 * N),
     "06b.3": _top_p_keep,
@@ -270,10 +270,9 @@ WRONG = {
     "05.3": [lambda hd, b, T: sum(T * b ** (-2 * i / hd) >= 1 for i in range(hd // 2)),
              lambda hd, b, T: sum(T * b ** (-i / hd) >= 2 * math.pi for i in range(hd // 2))],
     "05.4": [False, "no"],
-    # multiplied instead of divided; divided even when the text is no longer; NTK-aware's base change instead
-    "05.6": [lambda hd, b, L, T: b ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd) * max(1.0, T / L),
-             lambda hd, b, L, T: b ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd) * L / T,
-             lambda hd, b, L, T: (b * max(1.0, T / L) ** (hd / (hd - 2))) ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)],
+    # the slowest plane's base for every plane; base * s; the exponent inverted; a smaller base
+    "05.6": [lambda hd, b, s, j: b * s ** (hd / (hd - 2)), lambda hd, b, s, j: b * s,
+             lambda hd, b, s, j: b * s ** (2 * j / hd), lambda hd, b, s, j: b / s ** (hd / (2 * j))],
     "06b.1": [lambda V, n, L, d: V * d + n * d + L * (12 * d * d + 13 * d), lambda V, n, L, d: V * d + L * (12 * d * d + 13 * d) + 2 * d],
     "06b.2": [lambda C, N: C / (2 * N), lambda C, N: C / N],
     "06b.3": [lambda p, q: p.sort(descending=True)[0].cumsum(0) - p.sort(descending=True)[0] < q,

@@ -98,32 +98,30 @@ def _ex_05_5(answer, rng, ctx):
     raise _Fail(f"{got:.3f} is {'too high' if got > exp else 'too low'}", h)
 
 
-@_register("05.6", "Position interpolation: slow every RoPE plane down", "complete",
-           "def pi_inv_freq(head_dim, base, train_len, target_len):\n"
-           "    return NotImplemented  # (head_dim // 2,) frequencies for reading target_len positions")
+@_register("05.6", "NTK-aware scaling aimed at any plane", "derive",
+           "def ntk_base(head_dim, base, s, plane):\n"
+           "    return NotImplemented  # the base that divides plane `plane`'s frequency by exactly s")
 def _ex_05_6(answer, rng, ctx):
-    from ..positional import RopeScaling, rope_inv_freq, scaled_rope_inv_freq
-
-    def ref(hd, base, L, T):
-        return scaled_rope_inv_freq(hd, base, RopeScaling("linear", max(1.0, T / L)))[0].double()
+    # w_j = base^(-2j/d); b'^(-2j/d) = base^(-2j/d) / s  <=>  b' = base * s^(d / (2j))
+    def ref(hd, base, s, j):
+        return base * s ** (hd / (2 * j))
 
     cases = []
     for _ in range(4):
-        L = rng.choice([16, 32, 512, 2048, 4096])
-        cases.append((2 * rng.randint(2, 64), rng.choice([100.0, 10000.0, 500000.0]), L,
-                      L * rng.choice([2, 3, 4, 8, 16]) + rng.choice([0, 0, rng.randint(1, L - 1)])))
-    L = rng.choice([32, 2048])
-    cases.insert(rng.randint(1, 4), (2 * rng.randint(2, 64), 10000.0, L, rng.randint(1, L)))  # no longer than trained
-    def ntk(hd, base, L, T):
-        s = max(1.0, T / L)
-        return rope_inv_freq(hd, base * s ** (hd / (hd - 2))).double()
-    return _cases(answer, ref, cases, rel=1e-5,
-                  wrong=[(lambda hd, b, L, T: rope_inv_freq(hd, b).double() * max(1.0, T / L),
-                          "multiplying speeds every plane up; interpolation slows them, so that position target_len "
-                          "turns each plane no further than position train_len did"),
-                         (lambda hd, b, L, T: rope_inv_freq(hd, b).double() * L / T,
-                          "a text no longer than train_len needs no stretching: the factor is max(1, target_len / train_len)"),
-                         (ntk, "that is NTK-aware scaling (a larger base); position interpolation divides every frequency, "
-                               "the fastest included, by the same factor")],
-                  hint="w_i = base^(-2i/head_dim), divided by s = max(1, target_len / train_len)",
-                  show=lambda a: f"head_dim={a[0]}, base={a[1]:g}, train_len={a[2]}, target_len={a[3]}")
+        hd = 2 * rng.randint(4, 64)
+        cases.append((hd, rng.choice([100.0, 10000.0, 500000.0]), rng.choice([2.0, 4.0, 8.0, 1.5]),
+                      rng.randint(1, hd // 2 - 2)))                        # never the slowest plane
+    hd = 2 * rng.randint(4, 64)
+    cases.insert(rng.randint(1, 4), (hd, 10000.0, 4.0, hd // 2 - 1))       # the slowest plane: section 7's base
+    return _cases(answer, ref, cases, rel=1e-6,
+                  wrong=[(lambda hd, b, s, j: b * s ** (hd / (hd - 2)),
+                          "that is the base of section 7, which divides the slowest plane (d/2 - 1) by s; "
+                          "solve base'^(-2j/d) = base^(-2j/d) / s for the plane asked"),
+                         (lambda hd, b, s, j: b * s,
+                          "multiplying the base by s divides plane j by s^(2j/d), not by s"),
+                         (lambda hd, b, s, j: b * s ** (2 * j / hd),
+                          "the exponent is upside down: raise s to d / (2j)"),
+                         (lambda hd, b, s, j: b / s ** (hd / (2 * j)),
+                          "a smaller base speeds the planes up; dividing a frequency by s needs a larger base")],
+                  hint="plane j turns by base^(-2j/head_dim) per position; find base' with base'^(-2j/head_dim) = that / s",
+                  show=lambda a: f"head_dim={a[0]}, base={a[1]:g}, s={a[2]:g}, plane={a[3]}")
