@@ -96,8 +96,13 @@ def _scale_to(s: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _inverse(s: torch.Tensor) -> torch.Tensor:
-    """1 / s, and 0 where s = 0 (an all-zero group: every code is 0), as ggml does."""
+    """1 / s, and 0 where s = 0 (an all-zero block: every code is 0), as ggml does."""
     return torch.where(s == 0, torch.zeros_like(s), 1.0 / s)
+
+
+def _divide(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """x / s, and 0 where s = 0 (an all-zero group)."""
+    return torch.where(s == 0, torch.zeros_like(x), x / s)
 
 
 # ----------------------------------------------------------------------------- integers
@@ -143,7 +148,7 @@ def absmax_quantize(x: torch.Tensor, bits: int = 8, group_size: int | None = Non
     qmax = 2 ** (bits - 1) - 1
     g = _groups(x.float(), group_size)
     s = _scale_to(g.abs().amax(-1) / qmax, scale_dtype)                 # (..., n_groups)
-    q = torch.round(g * _inverse(s.float())[..., None]).clamp(-qmax, qmax)
+    q = torch.round(_divide(g, s.float()[..., None])).clamp(-qmax, qmax)
     return Quantized(q.to(torch.int8).reshape(x.shape), s, None, bits, group_size)
 
 
@@ -164,9 +169,8 @@ def zeropoint_quantize(x: torch.Tensor, bits: int = 8, group_size: int | None = 
     g = _groups(x.float(), group_size)
     lo, hi = g.amin(-1).clamp(max=0), g.amax(-1).clamp(min=0)          # (..., n_groups), lo <= 0 <= hi
     s = _scale_to((hi - lo) / levels, scale_dtype)
-    inv = _inverse(s.float())
-    z = torch.round(-lo * inv).clamp(0, levels)
-    q = (torch.round(g * inv[..., None]) + z[..., None]).clamp(0, levels)
+    z = torch.round(_divide(-lo, s.float())).clamp(0, levels)
+    q = (torch.round(_divide(g, s.float()[..., None])) + z[..., None]).clamp(0, levels)
     return Quantized(q.to(torch.uint8).reshape(x.shape), s, z.to(torch.uint8), bits, group_size)
 
 
