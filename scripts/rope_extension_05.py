@@ -32,7 +32,16 @@ their first 64 or 128 characters, each read from its first character. Per run th
 the loss at every position and its means at positions 0..31 ("within"), 32..L-1 ("beyond") and
 0..L-1 ("all"). The test split is not used.
 
+A long-range task (``--passkey``, added to the same file under "passkey"): three RoPE models
+trained from scratch (seeds 0, 1, 2; 600 AdamW updates of 32 sequences, loss on the key only)
+on 32-symbol sequences of random filler with a mark and a key symbol somewhere and a query
+symbol last, whose answer is the key; then their accuracy on 512 fresh sequences of 32, 64 and
+128 symbols, the key either in the first four positions (far back) or in the last twelve, with
+each method's frequencies, and on the far sequences cut to their last 32 symbols (the key is
+not in them: chance, 1/8).
+
     OMP_NUM_THREADS=1 python scripts/rope_extension_05.py
+    OMP_NUM_THREADS=1 python scripts/rope_extension_05.py --passkey
 
 writes ``data/results/ch05_rope_short.safetensors`` (the three trained models, 0.4 MB each;
 keys ``seed<s>.<parameter>``) and ``data/results/ch05_rope_extension.json``. Deterministic given
@@ -45,6 +54,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import os
 import tempfile
 import time
@@ -110,9 +120,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=RESULTS)
     parser.add_argument("--checkpoint", default=CHECKPOINT)
+    parser.add_argument("--passkey", action="store_true",
+                        help="only the long-range task: train passkey models and add their accuracies to --out")
     parser.add_argument("--reuse-checkpoint", action="store_true",
                         help="read the trained models from --checkpoint instead of training them again")
     args = parser.parse_args()
+    if args.passkey:
+        passkey_main(args.out)
+        return
 
     t_start, c_start = time.perf_counter(), time.process_time()
     vocab, train_ids, val_ids = load_data()
@@ -236,6 +251,105 @@ def main() -> None:
     os.replace(tmp, path)
     print("wrote", path)
 
+
+
+# ---- the long-range task: a passkey placed far back (python scripts/rope_extension_05.py --passkey) ----
+PK_FILLER, PK_KEYS = 8, 8              # filler symbols 0..7, key symbols 8..15
+PK_MARK, PK_QUERY = 16, 17             # "the key follows" and "say the key"
+PK_VOCAB = 18
+PK_STEPS, PK_BATCH, PK_LR, PK_MIN_LR, PK_WARMUP = 600, 32, 3e-3, 3e-4, 30
+PK_EVAL = 512                          # test sequences per length and placement
+PK_EVAL_SEED = 777
+
+
+def passkey_batch(n: int, length: int, gen: torch.Generator, far: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` sequences of ``length`` symbols: random filler, ``MARK key`` somewhere, ``QUERY`` last; the target is the key.
+
+    ``far=None`` (training): the mark anywhere in 0..length-3; ``far=True``: in the first 4 positions (the key
+    ``length - 3`` to ``length - 6`` back from the query); ``far=False``: within the last 12 positions."""
+    x = torch.randint(0, PK_FILLER, (n, length), generator=gen)
+    key = torch.randint(PK_FILLER, PK_FILLER + PK_KEYS, (n,), generator=gen)
+    if far is None:
+        pos = torch.randint(0, length - 2, (n,), generator=gen)
+    elif far:
+        pos = torch.randint(0, 4, (n,), generator=gen)
+    else:
+        pos = torch.randint(length - 12, length - 2, (n,), generator=gen)
+    rows = torch.arange(n)
+    x[rows, pos], x[rows, pos + 1], x[:, -1] = PK_MARK, key, PK_QUERY
+    return x, key
+
+
+def train_passkey(seed: int) -> PositionLM:
+    """A RoPE ``PositionLM`` trained from scratch on passkeys of length ``TRAIN_LEN`` (loss on the key only)."""
+    from llmbook.device import seed_everything
+    seed_everything(seed)
+    model = PositionLM(PK_VOCAB, "rope")
+    opt = torch.optim.AdamW(model.parameters(), lr=PK_LR)
+    gen = torch.Generator().manual_seed(seed)
+    for step in range(PK_STEPS):
+        warm = min(1.0, (step + 1) / PK_WARMUP)
+        cos = 0.5 * (1 + math.cos(math.pi * step / PK_STEPS))
+        for g in opt.param_groups:
+            g["lr"] = warm * (PK_MIN_LR + (PK_LR - PK_MIN_LR) * cos)
+        x, key = passkey_batch(PK_BATCH, TRAIN_LEN, gen)
+        logits, _ = model(x)
+        loss = F.cross_entropy(logits[:, -1], key)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return model.eval()
+
+
+@torch.no_grad()
+def passkey_accuracy(model: PositionLM, x: torch.Tensor, key: torch.Tensor, scaling: RopeScaling | None) -> float:
+    model.rope_scaling = scaling
+    pred = model(x)[0][:, -1].argmax(-1)
+    model.rope_scaling = None
+    return round((pred == key).double().mean().item(), 4)
+
+
+def passkey_main(out_path: str) -> None:
+    t_start, c_start = time.perf_counter(), time.process_time()
+    gen = torch.Generator().manual_seed(PK_EVAL_SEED)
+    tests = {L: {p: passkey_batch(PK_EVAL, L, gen, far=(p == "far")) for p in ("far", "near")}
+             for L in (TRAIN_LEN,) + LENGTHS}
+    runs = []
+    for seed in SEEDS:
+        model = train_passkey(seed)
+        run = {"seed": seed}
+        for L, sets in tests.items():
+            for place, (x, key) in sets.items():
+                for method in METHODS:
+                    if L == TRAIN_LEN and method != "rope":
+                        continue
+                    run[f"{L}/{place}/{method}"] = passkey_accuracy(model, x, key, scaling_for(method, L / TRAIN_LEN))
+        for L in LENGTHS:                   # the trivial baseline: the last 32 symbols only (the key is not in them)
+            x, key = tests[L]["far"]
+            run[f"{L}/far/window32"] = passkey_accuracy(model, x[:, -TRAIN_LEN:], key, None)
+        print(seed, run, flush=True)
+        runs.append(run)
+    path = Path(out_path)
+    res = json.loads(path.read_text())
+    res["passkey"] = {
+        "meta": {"command": COMMAND + " --passkey", "task": passkey_batch.__doc__.split("\n")[0],
+                 "vocab": {"filler": PK_FILLER, "keys": PK_KEYS, "mark": PK_MARK, "query": PK_QUERY},
+                 "model": "scripts/extrapolation_05.py's PositionLM('rope'), trained from scratch",
+                 "training": {"steps": PK_STEPS, "batch": PK_BATCH, "length": TRAIN_LEN, "lr": PK_LR, "min_lr": PK_MIN_LR,
+                              "warmup_steps": PK_WARMUP, "loss": "cross-entropy on the key only", "optimizer": "AdamW"},
+                 "eval": {"sequences": PK_EVAL, "seed": PK_EVAL_SEED, "far": "mark in positions 0..3",
+                          "near": "mark in the last 12 positions", "chance": 1 / PK_KEYS,
+                          "window32": "the far sequences cut to their last 32 symbols"},
+                 "threads": torch.get_num_threads(), "torch": torch.__version__,
+                 "seconds": round(time.perf_counter() - t_start), "cpu_seconds": round(time.process_time() - c_start)},
+        "runs": runs,
+    }
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(res, f, indent=1)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    print("wrote", path, res["passkey"]["meta"]["cpu_seconds"], "CPU seconds")
 
 if __name__ == "__main__":
     main()
