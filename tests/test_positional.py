@@ -437,3 +437,42 @@ def test_rope_scaling_bad_input():
         rope_cache(4, 16, scaling="linear")
     with pytest.raises(ValueError, match="head_dim >= 4"):
         scaled_rope_inv_freq(2, 10000.0, RopeScaling("ntk", 2.0))
+
+
+def _rope_extension_script():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    scripts = Path(__file__).resolve().parents[1] / "scripts"
+    sys.path.insert(0, str(scripts))  # the script imports extrapolation_05 from its own folder
+    try:
+        spec = importlib.util.spec_from_file_location("rope_extension_05", scripts / "rope_extension_05.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(scripts))
+    return mod
+
+
+@pytest.mark.parametrize("far", [None, True, False])
+def test_passkey_batch_places_mark_key_and_query(far):
+    """scripts/rope_extension_05.py's passkey task: one mark, the key right after it, the query last, filler elsewhere."""
+    rx = _rope_extension_script()
+    length = 64
+    x, key = rx.passkey_batch(200, length, torch.Generator().manual_seed(3), far=far)
+    assert x.shape == (200, length) and key.shape == (200,)
+    assert (x[:, -1] == rx.PK_QUERY).all() and ((x == rx.PK_QUERY).sum(1) == 1).all()
+    assert ((x == rx.PK_MARK).sum(1) == 1).all()
+    pos = (x == rx.PK_MARK).int().argmax(1)
+    assert torch.equal(x[torch.arange(200), pos + 1], key)
+    assert ((key >= rx.PK_FILLER) & (key < rx.PK_FILLER + rx.PK_KEYS)).all()
+    others = x.clone()
+    others[torch.arange(200), pos], others[torch.arange(200), pos + 1], others[:, -1] = 0, 0, 0
+    assert (others < rx.PK_FILLER).all()                       # the rest is filler
+    if far is True:
+        assert (pos < 4).all()
+    elif far is False:
+        assert (pos >= length - 12).all()
+    else:
+        assert pos.min() < 8 and pos.max() > length - 12        # anywhere
