@@ -100,10 +100,10 @@ FIXTURES = {
 }
 
 
-# Explorers known to fail, strict (the entry goes when the explorer is fixed): the logit-lens grid writes
-# white on cells of probability just over 0.6 (rgb(102,102,255) and lighter: 4.28:1); white is readable
-# only on a shade <= 95 (probability >= 0.627), black on the lighter ones (both >= 4.6:1).
-KNOWN_LOW = {"ch08e": "lens_html picks white ink above probability 0.6 (4.28:1 at 0.6001)"}
+# Explorers known to fail, strict (the entry goes when the explorer is fixed). Empty since the logit-lens
+# grid writes white only on a shade <= 95 (probability >= 0.627) and black on lighter cells (both >= 4.6:1);
+# it used to write white above probability 0.6 (4.28:1 at 0.6001).
+KNOWN_LOW: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_LOW[n]))

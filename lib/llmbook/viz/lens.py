@@ -59,7 +59,8 @@ def lens_html(table: Mapping, inputs: Sequence[str], title: str = "", mark: str 
             top, p = tokens[r][t][0], probs[r][t][0]
             hover = "\n".join(f"{_show(s)!s}: {q:.3f}" for s, q in zip(tokens[r][t], probs[r][t]))
             shade = int(round(255 * (1 - p)))
-            ink = "#fff" if p > 0.6 else "#000"
+            # white ink only where it reads at >= 4.5:1 (shade <= 95, p >= 0.627); black on lighter cells
+            ink = "#fff" if shade <= 95 else "#000"
             edge = "2px solid #D55E00" if mark is not None and top == mark else "1px solid #ddd"
             out.append(f'<td class="llmbook-lens-cell" title="{html.escape(hover)}" style="background:rgb({shade},{shade},255);'
                        f'color:{ink};border:{edge};padding:1px 3px;max-width:70px;overflow:hidden;white-space:nowrap">'
