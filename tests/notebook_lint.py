@@ -31,6 +31,7 @@ The checks:
 from __future__ import annotations
 
 import ast
+import html
 import json
 import math
 import re
@@ -209,6 +210,11 @@ _PATH = re.compile(r"(?:/work/|/root/|/home/\w|/tmp/tmp|site-packages/|dist-pack
 _WARNING = re.compile(r"\b\w*Warning\b|^WARNING\b|warnings\.warn", re.M)
 
 
+# What a solution printed, folded by llmbook.viz.reveal.solution_output: HTML <pre> blocks in a <details>.
+_FOLD = '<details class="llmbook-solution-output">'
+_FOLDED_PRE = re.compile(r"<pre[^>]*>(.*?)</pre>", re.S)
+
+
 def _output_texts(cell: dict) -> Iterable[tuple[str, str]]:
     for out in cell.get("outputs", []):
         kind = out.get("output_type")
@@ -216,6 +222,9 @@ def _output_texts(cell: dict) -> Iterable[tuple[str, str]]:
             yield out.get("name", "stdout"), _text(out.get("text"))
         elif kind in ("execute_result", "display_data"):
             yield "result", _text(out.get("data", {}).get("text/plain"))
+            folded = _text(out.get("data", {}).get("text/html"))
+            if folded.startswith(_FOLD):  # the printed text is in the fold, not in text/plain
+                yield "stdout", "".join(html.unescape(t) for t in _FOLDED_PRE.findall(folded))
         elif kind == "error":
             yield "error", "\n".join(out.get("traceback", []))
 
