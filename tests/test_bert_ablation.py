@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -73,12 +74,16 @@ def test_committed_result_records_its_protocol():
     assert len(ft["test_acc"]) == len(data["seeds"]) and len(ft["test_correct"]) == len(data["seeds"])
     for acc, bits in zip(ft["test_acc"], ft["test_correct"]):
         assert len(bits) == data["n_test"] and bits.count("1") / len(bits) == acc
-    if len(data.get("learning_rates", [])) > 1:  # the fine-tuning learning rate, like the probes' decay, from validation
-        by_lr = ft["val_acc_by_lr"]
-        assert set(by_lr) == {repr(lr) for lr in data["learning_rates"]}
-        assert all(len(v) == len(data["seeds"]) for v in by_lr.values())
-        assert ft["lr"] == data["lr"] == max(data["learning_rates"], key=lambda lr: (sum(by_lr[repr(lr)]), lr))
-        assert ft["val_acc"] == by_lr[repr(data["lr"])]
+    # BERT's recipe, the script's defaults: 3 epochs of batch 16, the learning rate from BERT's three on validation
+    m = _load()
+    assert (data["epochs"], data["batch_size"]) == (m.EPOCHS, m.BATCH_SIZE) and data["learning_rates"] == list(m.LEARNING_RATES)
+    assert ft["steps"] == [m.EPOCHS * math.ceil(data["n_train"] / m.BATCH_SIZE)] * len(data["seeds"])
+    by_lr = ft["val_acc_by_lr"]  # the fine-tuning learning rate, like the probes' decay, from validation
+    assert set(by_lr) == {repr(lr) for lr in data["learning_rates"]}
+    assert all(len(v) == len(data["seeds"]) for v in by_lr.values())
+    assert ft["lr"] == data["lr"] == max(data["learning_rates"], key=lambda lr: (sum(by_lr[repr(lr)]), lr))
+    assert ft["val_acc"] == by_lr[repr(data["lr"])]
+    assert len(ft["runs"]) == len(data["learning_rates"]) * len(data["seeds"])  # every run trained, scored on validation
 
 
 def test_standardise_uses_the_training_rows_only():
