@@ -1,8 +1,8 @@
 """Chapter 7: MiniLM fully fine-tuned vs frozen MiniLM features + a linear head, three seeds.
 
     OMP_NUM_THREADS=1 python scripts/bert_finetune_ablation.py --jobs 9   # BERT's recipe, the nine runs at once
-    OMP_NUM_THREADS=1 python scripts/bert_finetune_ablation.py            # the same numbers, one run after another
-    OMP_NUM_THREADS=1 python scripts/bert_finetune_ablation.py --jobs 3 --epochs 1 --lrs 5e-5   # the committed file (older)
+    OMP_NUM_THREADS=1 python scripts/bert_finetune_ablation.py            # the same numbers, one run after another (the committed file)
+    OMP_NUM_THREADS=1 python scripts/bert_finetune_ablation.py --jobs 3 --epochs 1 --lrs 5e-5   # the older one-epoch recipe
     OMP_NUM_THREADS=1 python scripts/bert_finetune_ablation.py --skip-fine-tune   # the frozen-feature rows only
 
 Data (the notebook's): 2,000 balanced training tweets (``balanced_subset(tweets.train, 1000)``);
