@@ -845,3 +845,44 @@ def test_03b_split_k_combine_gives_attention():
     o, lse = _combine(*halves)
     torch.testing.assert_close(o, torch.softmax(q @ k.T, -1) @ v, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(lse, torch.logsumexp(q @ k.T, -1, keepdim=True), rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------- chapter 08f (quantization)
+def _worst_error(M, bits):
+    return M / 2 ** (bits - 1)
+
+
+def _q5_0_block(block, order="little"):
+    d = block[:2].contiguous().view(torch.float16).float()
+    qh = int.from_bytes(bytes(block[2:6].tolist()), order)
+    high = torch.tensor([(qh >> k) & 1 for k in range(32)], dtype=torch.uint8)
+    low = torch.cat([block[6:] & 0x0F, block[6:] >> 4])
+    return d * ((low | (high << 4)).float() - 16)
+
+
+SOLUTIONS.update({"08f.1": _worst_error, "08f.2": _q5_0_block,
+                  "08f.3": {"q8_0_again": "lossless", "q4_0_again": "lossless", "q4_0_to_q8_0": "lossy"}})
+WRONG.update({
+    "08f.1": [lambda M, b: M / 2 ** b, lambda M, b: M / (2 ** b - 1), lambda M, b: M / (2 * (2 ** (b - 1) - 1))],
+    "08f.2": [lambda b: _q5_0_block(b, order="big"),                                   # qh read big-endian
+              lambda b: _q5_0_block(b) + 16 * b[:2].contiguous().view(torch.float16).float(),   # no offset of 16
+              lambda b: _q5_0_block(b).reshape(2, 16).t().flatten()],                  # nibbles interleaved
+    "08f.3": [{"q8_0_again": "lossless", "q4_0_again": "lossless", "q4_0_to_q8_0": "lossless"},
+              {"q8_0_again": "lossy", "q4_0_again": "lossy", "q4_0_to_q8_0": "lossy"},
+              {"q8_0_again": "lossless", "q4_0_again": "lossy", "q4_0_to_q8_0": "lossy"}],
+})
+
+
+def test_08f_worst_error_is_reached_by_q4_0():
+    from llmbook.quant import dequantize_q4_0, quantize_q4_0
+    x = torch.tensor([3.0, -3.0] + [0.5] * 30)
+    assert float((dequantize_q4_0(quantize_q4_0(x)) - x).abs().max()) == pytest.approx(_worst_error(3.0, 4))
+
+
+def test_08f_reader_q5_0_block_equals_gguf():
+    gguf = pytest.importorskip("gguf")
+    x = torch.randn(4, 32, generator=torch.Generator().manual_seed(0))
+    raw = gguf.quants.quantize(x.numpy(), gguf.GGMLQuantizationType.Q5_0)
+    ref = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q5_0)
+    for row in range(4):
+        assert torch.equal(_q5_0_block(torch.from_numpy(raw[row])), torch.from_numpy(ref[row]))
