@@ -154,6 +154,8 @@ def main() -> None:
             "what": "chapter 5's RoPE models (scripts/extrapolation_05.py's PositionLM('rope')), seeds "
                     + ", ".join(map(str, SEEDS)) + "; lm_head.weight is tied to wte.weight",
             "recipe": json.dumps({"steps": STEPS, "train_len": TRAIN_LEN, "batch": BATCH}),
+            "steps": str(STEPS), "seeds": json.dumps(list(SEEDS)),
+            "split": "load_splits(shakespeare) 80/10/10; training only",
             "command": COMMAND})
         print("wrote", args.checkpoint)
 
@@ -218,6 +220,7 @@ def main() -> None:
             "models": "scripts/extrapolation_05.py's PositionLM('rope'), trained with its recipe (train_model)",
             "checkpoint": args.checkpoint,
             "seeds": list(SEEDS),
+            "steps": STEPS,  # the pre-training updates of each model (the fine-tunes: "finetune" below)
             "train_len": TRAIN_LEN,
             "lengths": list(LENGTHS),
             "methods": {m: (repr(scaling_for(m, 2.0)).replace("factor=2.0", "factor=L/32") if m != "rope" else "None")
