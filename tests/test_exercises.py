@@ -886,3 +886,23 @@ def test_08f_reader_q5_0_block_equals_gguf():
     ref = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q5_0)
     for row in range(4):
         assert torch.equal(_q5_0_block(torch.from_numpy(raw[row])), torch.from_numpy(ref[row]))
+
+
+def test_a_check_cell_echoes_no_verdict_repr():
+    """UX report s6: a check cell printed its message and then Jupyter echoed ``Verdict(...)`` under it."""
+    import glob
+    import json
+
+    from IPython.core.formatters import DisplayFormatter
+
+    from llmbook.exercises._core import Verdict
+
+    data, _ = DisplayFormatter().format(Verdict("00.1", False, "msg"))
+    assert data == {}, data
+    assert repr(Verdict("00.1", False, "msg")) == "Verdict('00.1', passed=False)"  # still readable in a REPL
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    for path in sorted(glob.glob(str(root / "notebooks" / "*.ipynb"))):
+        for i, cell in enumerate(json.load(open(path, encoding="utf-8"))["cells"]):
+            for out in cell.get("outputs", []):
+                text = "".join(out.get("data", {}).get("text/plain", []))
+                assert not text.startswith("Verdict("), f"{path} cell {i} saved a Verdict echo"

@@ -33,6 +33,11 @@ class Verdict:
     def __repr__(self) -> str:
         return f"Verdict({self.exercise_id!r}, passed={self.passed})"
 
+    def _ipython_display_(self) -> None:
+        # ``check`` has already printed the message; a check cell ends with ``check(...)``, and
+        # without this Jupyter would echo the repr as a second, redundant line under it.
+        pass
+
 
 @dataclass(frozen=True)
 class Exercise:
