@@ -42,6 +42,9 @@ time is the same recurrence with ``max`` and ``sum`` taken over the block.
   on-chip memory M (the paper's B_c = ceil(M / 4d), B_r = min(B_c, d)).
 * ``peak_memory_bytes(fn, *args)``: the peak of memory allocated while ``fn`` runs, on
   the CPU, from the PyTorch profiler's allocation records.
+* ``hbm_accesses(T, d, M)``: the elements read from and written to the GPU's main memory
+  (HBM) by standard attention and by FlashAttention's forward pass, counted as in Dao et al.
+  2022 (Algorithms 0 and 1, Theorem 2), in closed form.
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ import torch
 
 from llmbook.attention import _check_qkv, _check_scale
 
-__all__ = ["online_softmax", "tiled_attention", "flash_attention", "naive_attention", "peak_memory_bytes"]
+__all__ = ["online_softmax", "tiled_attention", "flash_attention", "naive_attention", "peak_memory_bytes",
+           "hbm_accesses"]
 
 
 def online_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -336,3 +340,28 @@ def peak_memory_bytes(fn: Callable, *args, **kwargs) -> int:
         total += int(e["args"]["Bytes"])
         peak = max(peak, total)
     return peak
+
+
+def hbm_accesses(T: int, d: int, M: int) -> dict[str, int]:
+    """HBM reads plus writes, in elements, of one head's forward attention (Dao et al. 2022).
+
+    ``T`` positions, head size ``d``, on-chip memory (SRAM) of ``M`` elements; no mask.
+    Standard attention (the paper's Algorithm 0) reads Q, K and writes S, reads S and
+    writes P, reads P, V and writes O: ``4 T d + 4 T^2``. FlashAttention (Algorithm 1) uses
+    key blocks of ``B_c = ceil(M / 4d)`` and query blocks of ``B_r = min(B_c, d)``; it
+    writes the initial O, l, m once, reads every K_j, V_j once, and for each of the
+    ``ceil(T / B_c)`` key blocks reads Q, O, l, m and writes O, l, m whole:
+    ``T d + 2 T + 2 T d + ceil(T / B_c) (3 T d + 4 T)``. ``B_r`` does not enter the count.
+    Returns ``{"standard", "flash", "block_q", "block_k"}``.
+
+    >>> hbm_accesses(1024, 64, 98_304)
+    {'standard': 4456448, 'flash': 800768, 'block_q': 64, 'block_k': 384}
+    """
+    for name, v in (("T", T), ("d", d), ("M", M)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    block_k = -(-M // (4 * d))  # ceil(M / 4d): a tile of Q, K, V, O and S fits in SRAM
+    block_q = min(block_k, d)
+    standard = 4 * T * d + 4 * T * T
+    flash = T * d + 2 * T + 2 * T * d + -(-T // block_k) * (3 * T * d + 4 * T)
+    return {"standard": standard, "flash": flash, "block_q": block_q, "block_k": block_k}
