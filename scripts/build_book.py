@@ -27,9 +27,11 @@ the glue it needs:
    are typeset with no network, also from ``file://``;
 5. refuse the result if any page, script or style sheet would load something from the network.
 
-Nothing is executed (``nb_execution_mode = "off"``) and nothing is fetched.
+Nothing is executed (``nb_execution_mode = "off"``) and nothing is fetched. In a git checkout the
+notebooks are read as committed (``HEAD``), so a reader's edits or JupyterLab's autosave never change
+the book; a warning names each notebook whose file differs (``--working-tree`` builds from the files).
 
-Usage: ``python scripts/build_book.py [--out build/html] [notebooks ...]``.
+Usage: ``python scripts/build_book.py [--out build/html] [--working-tree] [notebooks ...]``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import html
 import json
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -54,8 +57,7 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 SELECTION = ("layer", "head", "scale", "causal", "dims", "step", "stale")
 BOXES = {"VBoxModel": "column", "BoxModel": "column", "GridBoxModel": "column", "HBoxModel": "row"}
-NOTE_PYTHON = ("Controls in grey need Python (a running kernel) and show the values saved with the notebook; "
-               "the controls drawn with the picture work in this page.")
+NOTE_PYTHON = "Controls in grey need Python (a running kernel) and show the values saved with the notebook"
 NOTE_NO_FRONT = "This explorer needs a running kernel; the picture is the one saved with the notebook."
 HIDDEN_ROLES = ("solution", "discussion")
 HIDE_TAG = "hide-cell"  # MyST-NB: input and outputs folded behind one prompt
@@ -124,6 +126,60 @@ def _ref(value) -> str | None:
     return value[len("IPY_MODEL_"):] if isinstance(value, str) and value.startswith("IPY_MODEL_") else None
 
 
+def front_controls(spec: dict) -> list[str]:
+    """The controls ``render.js`` draws with a picture of this ``spec`` (they work in the static page).
+
+    A bar chart of one frame and a panels view without a top-k slider draw none (chapter 0's
+    next-character chart, say); a one-layer attention map hides its layer menu.
+
+    >>> front_controls({"kind": "bars", "frames": [{}], "step_label": "step"})
+    []
+    >>> front_controls({"kind": "attention", "weights": [[]], "causal_ok": True})
+    ['head', 'scale', 'causal mask']
+    """
+    kind = spec.get("kind")
+    if kind == "attention":
+        return (["layer"] if len(spec.get("weights", [])) > 1 else []) + ["head", "scale"] + \
+            (["causal mask"] if spec.get("causal_ok") else [])
+    if kind == "model_view":
+        return ["layer", "head"]
+    if kind == "positional":
+        return ["dims"]
+    if kind == "bpe":
+        return ["merges"] if spec.get("pairs") else []
+    if kind == "bars":
+        return [spec.get("step_label") or "step"] if len(spec.get("frames", [])) > 1 else []
+    if kind == "panels":
+        return [spec["top_k"].get("label") or "top k"] if spec.get("top_k") else []
+    return []
+
+
+def _names(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def explorer_note(python_controls: bool, fronts: list[str]) -> str:
+    """The note under an explorer drawn in the page: which of its controls work here and which need a kernel.
+
+    >>> explorer_note(True, [])
+    'Controls in grey need Python (a running kernel) and show the values saved with the notebook; the picture is the one saved with it.'
+    >>> explorer_note(False, ["head", "scale"])
+    'The head and scale controls drawn with the picture work in this page.'
+    """
+    fronts = list(dict.fromkeys(fronts))  # once each, in order
+    if fronts:
+        works = f"the {_names(fronts)} control{'s' if len(fronts) > 1 else ''} drawn with the picture work"
+        works += "s" if len(fronts) == 1 else ""
+    if python_controls and fronts:
+        return f"{NOTE_PYTHON}; {works} in this page."
+    if python_controls:
+        return f"{NOTE_PYTHON}; the picture is the one saved with it."
+    if fronts:
+        return f"{works[0].upper()}{works[1:]} in this page."
+    return "The picture is the one saved with the notebook; run the notebook to change it."
+
+
 class StaticWidgets:
     """Turns saved widget models into HTML; counts the browser-drawn views it emitted."""
 
@@ -134,6 +190,7 @@ class StaticWidgets:
     def explorer(self, model_id: str) -> str:
         before = self.fronts
         self._has_python_controls = False
+        self._front_controls: list[str] = []
         body = self._node(model_id)
         if not body:
             return ""
@@ -141,7 +198,7 @@ class StaticWidgets:
         if "llmbook-explorer" not in root.get("_dom_classes", []):
             return f'<div class="llmbook-static">{body}</div>'  # e.g. a progress bar: its saved text
         if self.fronts > before:
-            note = NOTE_PYTHON if self._has_python_controls else "The controls drawn with the picture work in this page."
+            note = explorer_note(self._has_python_controls, self._front_controls)
         else:
             note = NOTE_NO_FRONT
         return f'<div class="llmbook-static">{body}<div class="llmbook-static-note">{html.escape(note)}</div></div>'
@@ -154,6 +211,7 @@ class StaticWidgets:
         classes = " ".join(s.get("_dom_classes", []))
         if model.get("model_module") == "anywidget" and s.get("spec"):
             self.fronts += 1
+            self._front_controls += front_controls(s["spec"])
             data = {"spec": s["spec"], **{k: s[k] for k in SELECTION if k in s}}
             payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
             return ('<div class="llmbook-static-front">'
@@ -277,14 +335,51 @@ def check_offline(out: Path) -> None:
 
 
 # ---------------------------------------------------------------- staging and building
+def committed_text(path: Path, repo: Path | None = None) -> str | None:
+    """The text of ``path`` as committed (git's ``HEAD``), or None when ``repo`` is not a git checkout,
+    ``path`` lies outside it, or git does not track it."""
+    try:
+        repo = (repo or REPO).resolve()
+        rel = path.resolve().relative_to(repo)
+    except ValueError:
+        return None
+    try:
+        r = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{rel.as_posix()}"], capture_output=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):  # no git on this machine
+        return None
+    return r.stdout.decode("utf-8") if r.returncode == 0 else None
+
+
+def read_notebook(path: Path, from_head: bool = True, repo: Path | None = None) -> tuple[object, str | None]:
+    """The notebook the book is built from, and a warning when that is not the file as it is on disk.
+
+    In a git checkout the book is the committed book: a tracked notebook is read from ``HEAD``, so a
+    reader's edits, or JupyterLab's autosave after running a chapter (which keeps a widget state
+    without the new views), never change it; the warning names a notebook whose working copy differs.
+    ``from_head=False`` (``--working-tree``), or a notebook git does not track, reads the file.
+    ``repo``: the checkout (default: this repository).
+    """
+    committed = committed_text(path, repo) if from_head else None
+    if committed is None:
+        return nbformat.read(path, as_version=4), None
+    note = None
+    if path.read_bytes() != committed.encode("utf-8"):
+        note = (f"{path.name} has uncommitted changes (edits, or JupyterLab's autosave after running it): "
+                "the book uses its committed version (git HEAD); build with --working-tree to use the file as it is")
+    return nbformat.reads(committed, as_version=4), note
+
+
 def _write_if_changed(path: Path, text: str) -> None:
     """Write only what changed, so that Sphinx rebuilds only the pages whose source changed."""
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
 
 
-def stage(notebooks: list[Path], src: Path) -> dict[str, tuple[int, int]]:
-    """Prepare the Sphinx source folder; return {stem: (explorers drawn in the page, folded cells)}."""
+def stage(notebooks: list[Path], src: Path, from_head: bool = True) -> dict[str, tuple[int, int]]:
+    """Prepare the Sphinx source folder; return {stem: (explorers drawn in the page, folded cells)}.
+
+    Notebooks come from git's ``HEAD`` when tracked (``read_notebook``); a warning on stderr names each
+    notebook whose working copy differs."""
     src.mkdir(parents=True, exist_ok=True)
     shutil.copytree(BOOK, src, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "_build"))
     _write_if_changed(src / STATIC_DIR / RENDER_FILE, renderer_script())
@@ -295,7 +390,9 @@ def stage(notebooks: list[Path], src: Path) -> dict[str, tuple[int, int]]:
             old.unlink()
     counts = {}
     for path in notebooks:
-        nb = nbformat.read(path, as_version=4)
+        nb, note = read_notebook(path, from_head)
+        if note:
+            print(f"build_book.py: warning: {note}", file=sys.stderr)
         nb, fronts = static_notebook(nb)
         folded = fold_solutions(nb)
         _write_if_changed(src / path.name, nbformat.writes(nb) + "\n")
@@ -303,12 +400,12 @@ def stage(notebooks: list[Path], src: Path) -> dict[str, tuple[int, int]]:
     return counts
 
 
-def build(out: Path, notebooks: list[Path], quiet: bool = True) -> dict[str, tuple[int, int]]:
+def build(out: Path, notebooks: list[Path], quiet: bool = True, from_head: bool = True) -> dict[str, tuple[int, int]]:
     """Stage, run Sphinx (one process), copy MathJax, check that nothing is remote."""
     from sphinx.cmd.build import build_main
 
     src = out.parent / (out.name + "-src")
-    counts = stage(notebooks, src)
+    counts = stage(notebooks, src, from_head)
     # -a: write every page and copy the static files (the renderer, the style sheet) even when no
     # notebook changed; the notebooks are read again only when they changed (the doctrees are kept).
     args = ["-b", "html", "-a", "-d", str(out.parent / (out.name + "-doctrees")), "-j", "1", "-W", "--keep-going",
@@ -328,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to build (default: every chapter)")
     parser.add_argument("--out", type=Path, default=REPO / "build" / "html", help="output folder (default: build/html)")
     parser.add_argument("--verbose", action="store_true", help="show Sphinx's progress messages")
+    parser.add_argument("--working-tree", action="store_true",
+                        help="build from the notebook files as they are, not from their committed versions (git HEAD)")
     args = parser.parse_args(argv)
     notebooks = args.notebooks or chapters()
     missing = [str(p) for p in notebooks if not p.exists()]
@@ -335,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no such notebook: {', '.join(missing)}")
     start = time.perf_counter()
     try:
-        counts = build(args.out.resolve(), notebooks, quiet=not args.verbose)
+        counts = build(args.out.resolve(), notebooks, quiet=not args.verbose, from_head=not args.working_tree)
     except (RuntimeError, ImportError) as e:
         parser.exit(1, f"build_book.py: error: {e}\n")
     for stem, (fronts, folded) in counts.items():

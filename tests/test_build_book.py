@@ -12,8 +12,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from build_book import (HIDE_TAG, build, chapters, copy_mathjax, fold_solutions, is_collapsed,  # noqa: E402
-                        remote_references, renderer_script, static_notebook, toc_yaml)
+from build_book import (HIDE_TAG, build, chapters, committed_text, copy_mathjax, explorer_note,  # noqa: E402
+                        fold_solutions, front_controls, is_collapsed, read_notebook, remote_references,
+                        renderer_script, stage, static_notebook, toc_yaml)
 
 
 def _model(name, module="@jupyter-widgets/controls", **state):
@@ -49,6 +50,89 @@ def test_widget_output_becomes_static_html_with_the_saved_spec():
     assert 'class="llmbook-static-front"' in html and '"kind":"bars"' in html
     assert "corpus: <code>Shakespeare</code>" in html and "need Python" in html  # saved value + note
     assert "</script><b>" not in html and "<\\/script>" in html  # the JSON cannot close its script tag
+
+
+def _note(nb) -> str:
+    return re.search(r'<div class="llmbook-static-note">([^<]*)</div></div>$', nb.cells[0].outputs[0]["data"]["text/html"])[1]
+
+
+def test_the_note_says_which_controls_work_in_the_page():
+    """UX #20: a bar chart of one frame (chapter 0's) draws no control in the browser, so the note must not
+    say that controls drawn with the picture work; a chart with frames has a step slider, which does."""
+    assert _note(static_notebook(_widget_notebook())[0]) == (
+        "Controls in grey need Python (a running kernel) and show the values saved with the notebook; "
+        "the picture is the one saved with it.")
+    nb = _widget_notebook()
+    front = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]["front"]["state"]
+    front["spec"]["frames"] *= 2
+    front["spec"]["step_label"] = "position"
+    assert _note(static_notebook(nb)[0]).endswith("; the position control drawn with the picture works in this page.")
+
+    def front_only(spec):  # no Python control left, the front view drawing ``spec``
+        nb = _widget_notebook()
+        state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+        state["root"]["state"]["children"].remove("IPY_MODEL_ctl")
+        state["front"]["state"]["spec"] = spec
+        return _note(static_notebook(nb)[0])
+
+    assert front_only({"kind": "attention", "weights": [[], []], "causal_ok": False}) == \
+        "The layer, head and scale controls drawn with the picture work in this page."
+    assert front_only({"kind": "panels", "panels": []}) == \
+        "The picture is the one saved with the notebook; run the notebook to change it."
+
+
+def test_front_controls_per_kind():
+    assert front_controls({"kind": "positional"}) == ["dims"]
+    assert front_controls({"kind": "model_view"}) == ["layer", "head"]
+    assert front_controls({"kind": "bpe", "pairs": [["a", "b"]]}) == ["merges"]
+    assert front_controls({"kind": "bpe", "pairs": []}) == []
+    assert front_controls({"kind": "panels", "top_k": {"label": "top k"}}) == ["top k"]
+    assert front_controls({"kind": "attention", "weights": [[]], "causal_ok": True}) == ["head", "scale", "causal mask"]
+    assert explorer_note(True, ["dims", "dims"]).endswith("; the dims control drawn with the picture works in this page.")
+
+
+def _git(repo, *args):
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+                   check=True, capture_output=True, timeout=60)
+
+
+def test_a_git_checkout_builds_from_the_committed_notebooks(tmp_path, capsys, monkeypatch):
+    """UX #14: JupyterLab's autosave (or a reader's edit) must not change the book: a tracked notebook is
+    read from HEAD, with a warning naming it; an untracked one, or --working-tree, reads the file."""
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    path = repo / "notebooks" / "05_demo.ipynb"
+    nb = _widget_notebook()
+    nbformat.write(nb, path)
+    _git(repo, "add", "notebooks/05_demo.ipynb")
+    _git(repo, "commit", "-q", "-m", "chapter")
+    assert committed_text(path, repo) == path.read_text(encoding="utf-8")
+    assert read_notebook(path, repo=repo) == (nb, None)  # unchanged: no warning
+
+    edited = _widget_notebook()  # the autosave after a run: the saved widget state lost its explorer
+    edited.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"] = {}
+    edited.cells[0].source = "explorer  # READER-EDIT"
+    nbformat.write(edited, path)
+    got, note = read_notebook(path, repo=repo)
+    assert got == nb and "READER-EDIT" not in nbformat.writes(got)
+    assert "05_demo.ipynb has uncommitted changes" in note and "git HEAD" in note and "--working-tree" in note
+    assert read_notebook(path, from_head=False, repo=repo) == (edited, None)
+
+    # stage (what make html runs) keeps the committed explorer and says so on stderr
+    import build_book
+    monkeypatch.setattr(build_book, "REPO", repo)
+    capsys.readouterr()
+    assert stage([path], tmp_path / "src") == {"05_demo": (1, 0)}
+    assert "05_demo.ipynb has uncommitted changes" in capsys.readouterr().err
+    assert stage([path], tmp_path / "src2", from_head=False) == {"05_demo": (0, 0)}
+    assert "uncommitted" not in capsys.readouterr().err
+
+    new = repo / "notebooks" / "06_new.ipynb"  # not committed yet: the file, no warning
+    nbformat.write(edited, new)
+    assert committed_text(new, repo) is None and read_notebook(new, repo=repo) == (edited, None)
+    assert committed_text(tmp_path / "elsewhere.ipynb", repo) is None  # outside the checkout
+    assert committed_text(path, tmp_path / "not-a-repo") is None
 
 
 def test_unknown_widget_falls_back_to_its_text():
