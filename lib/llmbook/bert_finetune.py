@@ -220,14 +220,19 @@ def pooled_features(model: Bert, tokenizer, data: Sequence[tuple[str, int]], max
 def linear_probe(
     f_train: torch.Tensor, y_train: torch.Tensor, f_val: torch.Tensor, y_val: torch.Tensor,
     steps: int = 300, lr: float = 1e-2, seed: int = 0, weight_decay: float = 0.01, per_item: bool = False,
+    return_logits: bool = False,
 ) -> float | torch.Tensor:
     """Held-out accuracy of a linear layer (logistic regression) trained on frozen features.
 
     Full-batch AdamW (decoupled ``weight_decay``; 0.01 is AdamW's default) for ``steps`` steps
     from a seeded initialisation: BERT's feature-based approach, against which fine-tuning every
     weight is compared. With ``per_item=True``: one bool per row of ``f_val`` (did the probe predict
-    its label?), on the features' device, for paired comparisons; the accuracy is its mean.
+    its label?), on the features' device, for paired comparisons; the accuracy is its mean. With
+    ``return_logits=True``: the trained layer's logits on ``f_val``, (N_val, n_classes), so that a probe
+    written out elsewhere (chapter 7) can be checked against this one to a float tolerance.
     """
+    if per_item and return_logits:
+        raise ValueError("per_item and return_logits cannot both be True: choose one result")
     if f_train.dim() != 2 or f_val.dim() != 2 or f_train.shape[1] != f_val.shape[1]:
         raise ValueError(f"f_train and f_val must be (N, D) with the same D, got {tuple(f_train.shape)} and {tuple(f_val.shape)}")
     if len(y_train) != len(f_train) or len(y_val) != len(f_val):
@@ -246,5 +251,8 @@ def linear_probe(
         loss.backward()
         opt.step()
     with torch.no_grad():
-        correct = head(f_val).argmax(-1) == y_val
+        logits = head(f_val)  # (N_val, n_classes)
+    if return_logits:
+        return logits
+    correct = logits.argmax(-1) == y_val
     return correct if per_item else correct.float().mean().item()
