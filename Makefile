@@ -107,7 +107,7 @@ html: $(STAMP)
 # min-max of all samples), a markdown table, and README.md's performance table
 # regenerated from it. About 8 minutes on 2 idle cores.
 # `make bench BENCH_QUICK=1` is a smoke test (tiny sizes, one session; never touches results.json).
-BENCHES := bench_tokenizers bench_attention bench_gpt bench_bert bench_llama bench_decoding bench_flash
+BENCHES := bench_tokenizers bench_attention bench_gpt bench_bert bench_llama bench_decoding bench_flash bench_quant
 BENCH_QUICK ?=
 BENCH_SESSIONS ?= 3
 SESSIONS := $(if $(BENCH_QUICK),1,$(BENCH_SESSIONS))

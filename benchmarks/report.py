@@ -34,7 +34,7 @@ START, END = "<!-- perf-table:start -->", "<!-- perf-table:end -->"
 # The order of the table: by benchmark, in the order make bench runs them.
 # Run on their own (not by make bench): their metrics in results.json survive a `make bench`.
 KEEP = ("bench_widgets",)
-ORDER = ["bench_tokenizers", "bench_attention", "bench_gpt", "bench_bert", "bench_llama", "bench_decoding", "bench_flash"]
+ORDER = ["bench_tokenizers", "bench_attention", "bench_gpt", "bench_bert", "bench_llama", "bench_decoding", "bench_flash", "bench_quant"]
 
 
 def _pool_fragments(frags: list[dict]) -> dict:
