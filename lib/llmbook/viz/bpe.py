@@ -354,10 +354,11 @@ def bpe_explorer(text: str = "the car\nthe cat\nthe rat", merges: int = 3, level
         raise ValueError(f"merges must be an int in 0..max_merges={max_merges}, got {merges!r}")
     controls = {
         "corpus": widgets.Dropdown(options=list(CORPORA), value=corpus, description="corpus"),
+        # beside the corpus menu (the controls share a row when they fit), the text box on a row of its own
+        "level": widgets.ToggleButtons(options=list(LEVELS), value=level, description="level"),
         # applied as the reader types (a small text re-trains in well under a second)
         "text": widgets.Textarea(value=text, description="text", continuous_update=True,
                                  layout=widgets.Layout(width="95%", height="5em")),
-        "level": widgets.ToggleButtons(options=list(LEVELS), value=level, description="level"),
     }
 
     def sync_text_box(_change=None) -> None:

@@ -12,7 +12,8 @@ controls to it:
   to ``MAX_ERROR`` characters), the last picture stays but is greyed out, with a note (not
   greyed) saying it is out of date, and the kernel keeps running;
 - colours come from JupyterLab's theme variables (light and dark themes), and sliders get
-  a track long enough to set a value by dragging;
+  a track long enough to set a value by dragging; the controls sit side by side, wrapping onto
+  new rows as the width requires, so a laptop screen shows a control and its picture together;
 - ``show_static()`` draws the default view as an ordinary output, so a reader without
   a kernel (GitHub, nbviewer) still sees the picture; a saved widget output carries a
   one-line text description instead of the raw ``VBox(...)`` repr.
@@ -104,7 +105,9 @@ _STYLE = (
 _BUSY = "\u23f3 updating\u2026"
 _STALE_NOTE = "\u26a0 This picture is out of date: fix the error above to redraw it."
 _SLIDERS = (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider, widgets.IntRangeSlider, widgets.FloatRangeSlider)
-SLIDER_WIDTH = "480px"  # ipywidgets' default track is ~150 px: a small drag would jump far
+# ipywidgets' default track is ~150 px, where a small drag jumps far; at 440 px (a ~270-px track) two
+# sliders share a row of a laptop's notebook (~930 px wide with the file browser open)
+SLIDER_WIDTH = "440px"
 _TEXT_BOXES = (widgets.Text, widgets.Textarea)
 
 
@@ -173,6 +176,8 @@ class Explorer:
             if isinstance(control, _SLIDERS) and not control.layout.width:
                 control.layout.width = SLIDER_WIDTH
                 control.layout.max_width = "100%"
+            if isinstance(control, widgets.ToggleButtons) and not control.layout.width:
+                control.layout.width = "auto"  # its label beside its buttons, not above them (ipywidgets' 300 px)
         if front is not None:
             front.add_class("llmbook-frontview")
         self.title = title
@@ -187,8 +192,13 @@ class Explorer:
         self.view = widgets.VBox([])
         self.view.add_class("llmbook-view")
         header = [widgets.HTML(f"<b>{html.escape(title)}</b>")] if title else []
+        # The controls side by side, wrapping onto new rows (a narrow window gets one per row), rather than
+        # one per row: on a 768-px laptop screen a control and the picture it changes are then on screen together.
+        self.controls_box = widgets.Box(list(self.py_controls.values()),
+                                        layout=widgets.Layout(flex_flow="row wrap", align_items="center", grid_gap="2px 18px"))
+        self.controls_box.add_class("llmbook-controls")
         self.box = widgets.VBox([widgets.HTML(_STYLE)] + header
-                                + [widgets.VBox(list(self.py_controls.values())), self.error, self.stale_note, self.busy, self.view])
+                                + [self.controls_box, self.error, self.stale_note, self.busy, self.view])
         self.box.add_class("llmbook-explorer")
         self.last_error: Exception | None = None
         self.refresh()

@@ -44,6 +44,7 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 const GRID_LABELS = 12; // at most this many token labels per axis in an all-heads grid
 const MAX_LABELS = 60; // ... and in a single large heatmap
 const MIN_FONT = 9; // no text is drawn smaller (px)
+const MONO_CHAR = 8; // width of a monospace character at 13 px (DejaVu Sans Mono: 7.8), for laying out tables
 
 // ------------------------------------------------------------------ small helpers
 function colour(stops, t) {
@@ -90,6 +91,21 @@ const visible = (s) => String(s).replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5"
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 // Cut a label to maxPx (at `size`), with an ellipsis.
+// `s` in at most `maxLines` lines of `maxPx` (broken between words), the last one cut with an ellipsis.
+function wrapLines(s, maxPx, size, maxLines) {
+  const lines = [];
+  let rest = String(s).split(/\s+/).filter(Boolean);
+  while (rest.length && lines.length < maxLines - 1) {
+    let n = rest.length;
+    while (n > 1 && textWidth(rest.slice(0, n).join(" "), size) > maxPx) n -= 1;
+    if (n === rest.length) break;
+    lines.push(rest.slice(0, n).join(" "));
+    rest = rest.slice(n);
+  }
+  if (rest.length) lines.push(clipText(rest.join(" "), maxPx, size));
+  return lines;
+}
+
 function clipText(s, maxPx, size) {
   s = String(s);
   if (textWidth(s, size) <= maxPx) return s;
@@ -221,7 +237,9 @@ function linePlot(parent, x, y, w, h, opts) {
   if (x1 === x0) x1 = x0 + 1;
   let [y0, y1] = ylim || [Math.min(...ys), Math.max(...ys)];
   if (!ylim) { const pad = (y1 - y0) * 0.06 || 0.5; y0 -= pad; y1 += pad; }
-  const L = 50, R = 16, B = 34, T = note ? 36 : 22, LS = 10;
+  // a note too long for a narrow plot takes two lines, centred on the whole plot, not cut off
+  const noteLines = note ? wrapLines(note, w - 6, 10, 2) : [];
+  const L = 50, R = 16, B = 34, T = 22 + 13 * noteLines.length + (note ? 1 : 0), LS = 10;
   const pw = w - L - R, px = x + L, py = y + T;
   const rows = legend ? legendRows(series, pw, LS) : [];
   const legendH = rows.length ? rows.length * (LS + 5) + 6 : 0;
@@ -239,7 +257,7 @@ function linePlot(parent, x, y, w, h, opts) {
   svgEl("line", { x1: px, x2: px + pw, y1: py + ph, y2: py + ph, stroke: "currentColor" }, g);
   svgEl("line", { x1: px, x2: px, y1: py, y2: py + ph, stroke: "currentColor" }, g);
   if (title) svgEl("text", { x: px + pw / 2, y: y + 14, "text-anchor": "middle", "font-size": 12 }, g, clipText(title, w - 4, 12));
-  if (note) svgEl("text", { x: px + pw / 2, y: y + 28, "text-anchor": "middle", "font-size": 10, fill: THEME.fg2, class: "llmbook-plot-note" }, g, clipText(note, w - 4, 10));
+  noteLines.forEach((line, i) => svgEl("text", { x: x + w / 2, y: y + 28 + 12 * i, "text-anchor": "middle", "font-size": 10, fill: THEME.fg2, class: "llmbook-plot-note" }, g, line));
   if (xlabel) svgEl("text", { x: px + pw / 2, y: py + ph + 29, "text-anchor": "middle", "font-size": 11 }, g, xlabel);
   if (ylabel) svgEl("text", { transform: `translate(${x + 11},${py + ph / 2}) rotate(-90)`, "text-anchor": "middle", "font-size": 11 }, g, ylabel);
   const n = series.length;
@@ -411,13 +429,22 @@ function drawGrid(ctx, maps, keys, queries, title, masked) {
   const H = maps.length, Tq = queries.length, Tk = keys.length;
   const size = Math.max(Tq, Tk) <= 30 ? 10 : 9;
   // many heads get smaller thumbnails, so a 12-head layer fits a laptop screen's height
-  const cell = Math.max(3, Math.min(22, Math.floor((H > 6 ? 150 : 200) / Math.max(Tq, Tk))));
-  const pw = cell * Tk, ph = cell * Tq, gap = 14;
+  let cell = Math.max(3, Math.min(22, Math.floor((H > 6 ? 150 : 200) / Math.max(Tq, Tk))));
+  const gap = 14;
+  const pw0 = cell * Tk;
   const left = 22 + tickExtent(queries, GRID_LABELS, size, "y"), top = 30;
   // as many columns as the width holds (the preferred count at most), so a narrow window gets more rows
   const prefer = H <= 4 ? H : H % 3 === 0 && H <= 9 ? 3 : 4;
   let ncols = prefer;
-  while (ncols > 1 && left + ncols * (pw + gap) + 85 > ctx.width()) ncols -= 1;
+  while (ncols > 1 && left + ncols * (pw0 + gap) + 85 > ctx.width()) ncols -= 1;
+  // many heads (MiniLM's 12): half of them per row when the thumbnails keep at least 3/4 of their size
+  // that way, so the layer is two rows and fits a laptop screen under its controls
+  if (H > 6) {
+    const half = Math.ceil(H / 2);
+    const fit = Math.floor(((ctx.width() - left - 85) / half - gap) / Math.max(Tq, Tk));
+    if (half > ncols && fit >= Math.max(3, Math.ceil(0.75 * cell))) { cell = Math.min(cell, fit); ncols = half; }
+  }
+  const pw = cell * Tk, ph = cell * Tq;
   const nrows = Math.ceil(H / ncols);
   const xt = tickExtent(keys, GRID_LABELS, size, "x");
   // key labels sit under the last panel of each column, so a short last row leaves room
@@ -549,9 +576,14 @@ function positionalView(ctx) {
     head.style.cssText = "font-size:14px;margin:2px 0 4px 0";
     if (note) htmlEl("div", { class: "llmbook-front-note" }, wrap, note).style.cssText = `font-size:12px;color:${THEME.fg2}`;
     const row = htmlEl("div", {}, wrap);
-    row.style.cssText = "display:flex;flex-wrap:wrap;align-items:flex-start;gap:10px 24px";
+    row.style.cssText = `display:flex;flex-wrap:wrap;align-items:flex-start;gap:10px ${14}px`;
     const avail = ctx.width();
-    const pw = Math.max(180, Math.min(300, avail - 130)), ph = 250, top = 40;
+    // three panels in one row when the width holds them (a laptop's notebook is ~930 px wide), so the
+    // sliders and all three pictures fit a 768-px screen; else the heatmap and the plots wrap
+    const three = avail >= 860;
+    const lw = three ? Math.min(340, Math.floor((avail - 150) * 0.34)) : Math.max(240, Math.min(340, avail - 10));
+    const pw = three ? Math.min(300, avail - 150 - 2 * lw) : Math.max(180, Math.min(300, avail - 130));
+    const ph = three ? 220 : 250, top = 40;
     // 1. the table, with the chosen dimensions marked above their columns
     const x0 = 55;
     const svg = newSvg(x0 + pw + 62, top + ph + 36);
@@ -579,7 +611,7 @@ function positionalView(ctx) {
     colourBar(svg, x0 + pw + 8, top, ph, -1, 1, RDBU_R, "");
     row.appendChild(svg);
     // 2. the chosen dimensions as waves over position
-    const lw = Math.max(240, Math.min(340, avail - 10)), lh = ph + 80;
+    const lh = ph + 80;
     const pos = spec.table.map((_, i) => i);
     const series = chosen.map((d, k) => ({ label: `dim ${d}`, x: pos, y: spec.table.map((r) => r[d]), color: PALETTE[k % PALETTE.length] }));
     const waves = newSvg(lw, lh);
@@ -688,8 +720,13 @@ function bpeView(ctx) {
         "今[:2] is a token holding the first 2 bytes of 今 (3 bytes in UTF-8), 今[2:] the rest: a byte-level merge can cut a character.")
         .style.cssText = `font-size:12px;color:${THEME.fg2}`;
     }
-    htmlEl("p", {}, wrap).innerHTML = "<b>Latest merges</b> (· is a space, ↵ a new line)";
-    const table = htmlEl("table", { class: "llmbook-merge-table" }, wrap);
+    // the merge table and the curve side by side when the width holds both (else the curve wraps below)
+    const avail = ctx.width();
+    const side = htmlEl("div", {}, wrap);
+    side.style.cssText = "display:flex;flex-wrap:wrap;align-items:flex-start;gap:6px 24px";
+    const merges = htmlEl("div", {}, side);
+    htmlEl("p", {}, merges).innerHTML = "<b>Latest merges</b> (· is a space, ↵ a new line)";
+    const table = htmlEl("table", { class: "llmbook-merge-table" }, merges);
     table.style.cssText = "border-collapse:collapse;font-size:13px";
     const cellCss = (align) => `padding:2px 12px;text-align:${align};border-bottom:1px solid ${THEME.line}`;
     const head = htmlEl("tr", {}, table);
@@ -712,15 +749,15 @@ function bpeView(ctx) {
       code(nt, a + b);
       htmlEl("td", {}, tr, String(spec.counts[r])).style.cssText = cellCss("right");
     }
-    const w = Math.max(280, Math.min(600, ctx.width() - 8));
-    const svg = newSvg(w, 260);
+    const w = avail >= 760 ? Math.min(560, avail - 390) : Math.max(280, Math.min(600, avail - 8)), h = 230;
+    const svg = newSvg(w, h);
     const ks = spec.tokens_by_k.map((_, i) => i);
-    linePlot(svg, 0, 0, w, 260, {
+    linePlot(svg, 0, 0, w, h, {
       series: [{ label: "tokens per character", x: ks, y: spec.tokens_by_k.map((v) => v / spec.n_chars), marker: ks.length <= 80 }],
       title: `BPE on ${spec.level}: shorter sequences as the vocabulary grows`, xlabel: "number of merges",
       ylabel: "tokens per character", vline: { x: k, label: `${k} merges` }, integerX: true,
     });
-    wrap.appendChild(svg);
+    side.appendChild(svg);
     ctx.pic.replaceChildren(wrap);
   };
 }
@@ -847,7 +884,7 @@ function barsPanel(p, avail) {
 }
 
 function hbarsPanel(p, avail) {
-  const n = p.values.length, size = 11, rh = p.row_height || (n > 8 ? 17 : 20);
+  const n = p.values.length, size = 11, rh = p.row_height || (n >= 8 ? 17 : 20);
   const pw0 = Math.max(140, Math.min(p.width || 300, avail - 60));
   const left = Math.min(pw0 * 0.6, 14 + Math.max(0, ...p.labels.map((l) => textWidth(l, size)))) + (p.ylabel ? 16 : 0);
   const written = p.annotate !== false;
@@ -930,9 +967,10 @@ function tokensPanel(p) {
 function tablePanel(p) {
   const wrap = htmlEl("div", { class: "llmbook-front-table" });
   wrap.style.cssText = "font-size:13px;margin-top:4px";
-  if (p.caption) htmlEl("div", {}, wrap, p.caption);
   const table = htmlEl("table", {}, wrap);
   table.style.cssText = "border-collapse:collapse";
+  // a <caption> wraps at the table's width, so a narrow table beside charts stays narrow
+  if (p.caption) htmlEl("caption", {}, table, p.caption).style.cssText = "caption-side:top;text-align:left";
   const cell = `font-family:monospace, ${FONT};padding:2px 10px;border-bottom:1px solid ${THEME.line};text-align:left`;
   const hr = htmlEl("tr", {}, table);
   p.header.forEach((h) => { htmlEl("th", {}, hr, h).style.cssText = cell; });
@@ -961,17 +999,32 @@ function panelsView(ctx) {
       const t = htmlEl("div", { class: "llmbook-front-title" }, wrap, spec.title);
       t.style.cssText = "font-size:14px;margin:2px 0 4px 0;max-width:1100px;overflow-wrap:anywhere";
     }
-    let row = null, inRow = 0;
-    for (const p of panelsShown(spec, k)) {
+    let row = null, inRow = 0, host = wrap, room = avail;
+    const shown = panelsShown(spec, k);
+    if (shown.length > 1 && shown[0].type === "table") {
+      // A table shown first (samples, next to the controls that change them) sits beside the charts when
+      // the width holds the table and a row of charts at least 230 px each (a laptop's notebook does),
+      // each chart then drawn in its share of what the table leaves; else it stays above them.
+      const t = shown[0], per = cols || 2;
+      const tw = t.header.reduce((w, h, c) => w + 20 + MONO_CHAR * Math.max(h.length, ...t.rows.map((r) => String(r[c]).length)), 4);
+      if (avail - tw - 24 >= per * 230 + 24 * (per - 1)) {
+        const side = htmlEl("div", {}, wrap);
+        side.style.cssText = "display:flex;flex-wrap:wrap;align-items:flex-start;gap:6px 24px";
+        side.appendChild(PANELS.table(shown.shift(), avail));
+        host = htmlEl("div", {}, side);
+        room = Math.floor((avail - tw - 24 - 24 * (per - 1) - 8) / per);
+      }
+    }
+    for (const p of shown) {
       const make = PANELS[p.type];
       if (!make) throw new Error(`unknown panel type ${JSON.stringify(p.type)}`);
       const block = BLOCKS.has(p.type);
       if (block || !row || (cols && inRow >= cols)) {
-        row = htmlEl("div", {}, wrap);
+        row = htmlEl("div", {}, host);
         row.style.cssText = "display:flex;flex-wrap:wrap;align-items:flex-start;gap:6px 24px";
         inRow = 0;
       }
-      row.appendChild(make(p, avail));
+      row.appendChild(make(p, room));
       inRow += 1;
       if (block) row = null;
     }
