@@ -219,7 +219,11 @@ class StaticWidgets:
                     '<div class="llmbook-static-mount"></div></div>')
         if name in BOXES:
             inner = "".join(self._node(_ref(c)) for c in s.get("children", []))
-            return f'<div class="{html.escape(classes)}" style="display:flex;flex-direction:{BOXES[name]}">{inner}</div>'
+            style = f"display:flex;flex-direction:{BOXES[name]}"
+            layout = self.state.get(_ref(s.get("layout")) or "", {}).get("state", {})
+            if layout.get("flex_flow") == "row wrap":  # the explorers' controls, side by side
+                style = "display:flex;flex-direction:row;flex-wrap:wrap;align-items:center;column-gap:18px"
+            return f'<div class="{html.escape(classes)}" style="{style}">{inner}</div>'
         if name in ("HTMLModel", "HTMLMathModel"):
             return s.get("value", "")
         if name == "LabelModel":

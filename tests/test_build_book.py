@@ -12,7 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from build_book import (HIDE_TAG, build, chapters, committed_text, copy_mathjax, explorer_note,  # noqa: E402
+from build_book import (HIDE_TAG, StaticWidgets, build, chapters, committed_text, copy_mathjax, explorer_note,  # noqa: E402
                         fold_solutions, front_controls, is_collapsed, read_notebook, remote_references,
                         renderer_script, stage, static_notebook, toc_yaml)
 
@@ -133,6 +133,20 @@ def test_a_git_checkout_builds_from_the_committed_notebooks(tmp_path, capsys, mo
     assert committed_text(new, repo) is None and read_notebook(new, repo=repo) == (edited, None)
     assert committed_text(tmp_path / "elsewhere.ipynb", repo) is None  # outside the checkout
     assert committed_text(path, tmp_path / "not-a-repo") is None
+
+
+def test_controls_in_a_wrapping_row_stay_side_by_side():
+    """The explorers' controls sit in a Box whose layout wraps a row (UX #5); the page keeps that."""
+    nb = _widget_notebook()
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    state["root"]["state"]["children"][1] = "IPY_MODEL_controls"
+    state["controls"] = _model("BoxModel", children=["IPY_MODEL_ctl"], layout="IPY_MODEL_lay", _dom_classes=["llmbook-controls"])
+    state["lay"] = _model("LayoutModel", "@jupyter-widgets/base", flex_flow="row wrap")
+    page = static_notebook(nb)[0].cells[0].outputs[0]["data"]["text/html"]
+    assert re.search(r'<div class="llmbook-controls" style="display:flex;flex-direction:row;flex-wrap:wrap[^"]*">'
+                     r'<div class="llmbook-static-ctl llmbook-ctl-corpus"', page)
+    state = _widget_notebook().metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    assert 'style="display:flex;flex-direction:column"' in StaticWidgets(state).explorer("root")  # a VBox stays a column
 
 
 def test_unknown_widget_falls_back_to_its_text():
