@@ -146,10 +146,6 @@ def _top_p_keep(probs, p):
     return keep
 
 
-def _rms_norm(x, weight, eps=1e-5):
-    return weight * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
-
-
 def _row_parallel(x, weight, bias, n_shards):
     return sum(xs @ ws.T for xs, ws in zip(x.chunk(n_shards, -1), weight.chunk(n_shards, 1))) + bias
 
@@ -223,9 +219,9 @@ SOLUTIONS = {
     "07.4": 512,
     "07.5": "ValueError",
     "08a.1": lambda V, D, L, H, G, F: V * D + L * (2 * D + 2 * D * D + 2 * D * (D // H) * G + 3 * D * F) + D,
-    "08a.2": lambda L, G, hd: 2 * L * G * hd * 4,
-    "08a.3": _rms_norm,
-    "08a.4": 3,
+    "08a.2": lambda w, H, G: w.reshape(G, H // G, w.shape[0] // H, w.shape[1]).mean(1).reshape(-1, w.shape[1]),
+    "08a.3": lambda D, m=256: m * -(-int(8 * D / 3) // m),
+    "08a.4": 0.75,
     "08b.1": lambda f, P: len(f) * sum(a * b for a, b in zip(f, P)),
     "08b.2": lambda D, L, d, f, n, k: (D + L * ((n - 1) * _expert(d, f) + n * d), D + L * ((k - 1) * _expert(d, f) + n * d)),
     "08b.3": {"normalized": "zero", "raw": "nonzero"},
@@ -286,9 +282,10 @@ WRONG = {
     "07.5": ["IndexError", "no error"],
     "08a.1": [lambda V, D, L, H, G, F: 2 * V * D + L * (2 * D + 2 * D * D + 2 * D * (D // H) * G + 3 * D * F) + D,
               lambda V, D, L, H, G, F: V * D + L * (2 * D + 4 * D * D + 3 * D * F) + D],
-    "08a.2": [lambda L, G, hd: L * G * hd * 4, lambda L, G, hd: 2 * L * G * hd],
-    "08a.3": [lambda x, w, eps=1e-5: _rms_norm(x - x.mean(-1, keepdim=True), w, eps), lambda x, w, eps=1e-5: w * x / (x.pow(2).mean(-1, keepdim=True) + eps)],
-    "08a.4": [1 / 3, 9],
+    "08a.2": [lambda w, H, G: w.reshape(G, H // G, w.shape[0] // H, w.shape[1])[:, 0].reshape(-1, w.shape[1]),
+              lambda w, H, G: w.reshape(H // G, G, w.shape[0] // H, w.shape[1]).mean(0).reshape(-1, w.shape[1])],
+    "08a.3": [lambda D, m=256: int(8 * D / 3), lambda D, m=256: m * (int(8 * D / 3) // m)],
+    "08a.4": [3.0, 2 / 3],
     "08b.1": [lambda f, P: sum(a * b for a, b in zip(f, P)), lambda f, P: sum(a * b for a, b in zip(f, P)) / len(f)],
     "08b.2": [lambda D, L, d, f, n, k: (D + L * (n - 1) * _expert(d, f), D + L * (k - 1) * _expert(d, f)),
               lambda D, L, d, f, n, k: (D + L * ((n - 1) * _expert(d, f) + n * d), D + L * (k * _expert(d, f) + n * d))],

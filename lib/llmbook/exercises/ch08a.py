@@ -33,59 +33,57 @@ def _ex_08a_1(answer, rng, ctx):
                   show=lambda a: f"V={a[0]}, D={a[1]}, L={a[2]}, H={a[3]}, G={a[4]}, F={a[5]}")
 
 
-@_register("08a.2", "KV-cache bytes per token", "derive",
-           "def kv_bytes_per_token(L, G, head_dim):\n    return NotImplemented  # float32")
+@_register("08a.2", "An MHA checkpoint turned into GQA by mean-pooling", "complete",
+           "def mha_to_gqa(w, H, G):\n    return NotImplemented  # w: (H * head_dim, D) -> (G * head_dim, D)")
 def _ex_08a_2(answer, rng, ctx):
-    from ..llama import KVCache
-    def ref(L, G, hd):
-        cfg = _llama_cfg(100, 2 * G * hd, L, 2 * G, G, 8)
-        n = 7
-        return KVCache(cfg, 1, n, device="meta").nbytes() // n
-    cases = [(rng.randint(1, 40), rng.randint(1, 8), 8 * rng.randint(1, 16)) for _ in range(5)]
-    return _cases(answer, ref, cases,
-                  wrong=[(lambda L, G, hd: L * G * hd * 4, "the cache holds keys and values: a factor 2"),
-                         (lambda L, G, hd: 2 * L * G * hd, "a float32 number takes 4 bytes"),
-                         (lambda L, G, hd: 2 * G * hd * 4, "every layer keeps its own cache")],
-                  show=lambda a: f"L={a[0]}, G={a[1]}, head_dim={a[2]}")
-
-
-@_register("08a.3", "RMSNorm from scratch", "complete",
-           "def rms_norm(x, weight, eps=1e-5):\n    return NotImplemented")
-def _ex_08a_3(answer, rng, ctx):
-    from ..llama import RMSNorm
-    def ref(x, w, eps):
-        n = RMSNorm(x.shape[-1], eps)
-        with torch.no_grad():
-            n.weight.copy_(w)
-            return n(x)
+    def ref(w, H, G):
+        hd = w.shape[0] // H
+        return w.reshape(G, H // G, hd, w.shape[1]).mean(1).reshape(G * hd, w.shape[1])
     cases = []
     for _ in range(4):
-        g = _tgen(rng); D = rng.randint(2, 16)
-        cases.append((torch.randn(rng.randint(1, 3), rng.randint(1, 5), D, generator=g) * 2 + 0.5,
-                      torch.rand(D, generator=g) + 0.5, rng.choice([1e-5, 1e-2, 0.5])))
-    def centred(x, w, eps):
-        xc = x - x.mean(-1, keepdim=True)
-        return w * xc / torch.sqrt(xc.pow(2).mean(-1, keepdim=True) + eps)
-    def no_sqrt(x, w, eps):
-        return w * x / (x.pow(2).mean(-1, keepdim=True) + eps)
-    def no_weight(x, w, eps):
-        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        g = _tgen(rng); G = rng.randint(1, 4); H = G * rng.randint(2, 4); hd = 2 * rng.randint(1, 4)
+        cases.append((torch.randn(H * hd, rng.randint(2, 9), generator=g), H, G))
+    def first_of_group(w, H, G):
+        hd = w.shape[0] // H
+        return w.reshape(G, H // G, hd, w.shape[1])[:, 0].reshape(G * hd, w.shape[1])
+    def strided(w, H, G):
+        hd = w.shape[0] // H
+        return w.reshape(H // G, G, hd, w.shape[1]).mean(0).reshape(G * hd, w.shape[1])
+    def summed(w, H, G):
+        return ref(w, H, G) * (H // G)
     return _cases(answer, ref, cases, rel=1e-5,
-                  wrong=[(centred, "RMSNorm does not subtract the mean: that is LayerNorm"),
-                         (no_sqrt, "divide by the root of the mean square: sqrt(mean(x^2) + eps)"),
-                         (no_weight, "multiply by the learned gain (weight) at the end")],
-                  show=lambda a: f"x of shape {tuple(a[0].shape)}, eps={a[2]}")
+                  wrong=[(first_of_group, "average the H / G heads of a group; keeping one head drops the others' keys"),
+                         (strided, "a group is H / G consecutive heads (query head h reads key/value head h // (H / G)), not every G-th head"),
+                         (summed, "mean-pool: divide the sum of a group's heads by H / G")],
+                  show=lambda a: f"w of shape {tuple(a[0].shape)}, H={a[1]}, G={a[2]}")
 
 
-@_register("08a.4", "How much smaller is SmolLM2's cache with GQA?", "predict",
-           "answer = ...  # cache bytes with G = H, divided by cache bytes with SmolLM2's G")
+@_register("08a.3", "LLaMA's feed-forward width, rounded", "derive",
+           "def llama_ffn_width(D, multiple_of=256):\n    return NotImplemented")
+def _ex_08a_3(answer, rng, ctx):
+    def ref(D, m):
+        f = int(2 * 4 * D / 3)
+        return m * ((f + m - 1) // m)
+    cases = [(64 * rng.randint(2, 200), rng.choice([32, 64, 128, 256])) for _ in range(5)]
+    cases.append((rng.choice([3, 6, 9]) * 512, 256))  # 8D/3 an exact multiple: no rounding up
+    return _cases(answer, ref, cases,
+                  wrong=[(lambda D, m: int(8 * D / 3), "round up to a multiple of multiple_of"),
+                         (lambda D, m: m * (int(8 * D / 3) // m), "round up, not down, to a multiple of multiple_of"),
+                         (lambda D, m: m * ((4 * D + m - 1) // m), "start from two thirds of 4D (three matrices instead of two)")],
+                  show=lambda a: f"D={a[0]}, multiple_of={a[1]}")
+
+
+@_register("08a.4", "What share of a SmolLM2 block is the feed-forward layer?", "predict",
+           "answer = ...  # SwiGLU weights / all weights of one block")
 def _ex_08a_4(answer, rng, ctx):
-    import dataclasses
-    from ..llama import KVCache, LlamaConfig
-    c = LlamaConfig()  # SmolLM2-135M's configuration
-    n = rng.randint(1, 4096)
-    measured = KVCache(dataclasses.replace(c, n_kv_head=c.n_head), 1, n, device="meta").nbytes() / KVCache(c, 1, n, device="meta").nbytes()
-    return _prediction(answer, measured, (n,), what=f"KVCache.nbytes() for a fresh length of {n} tokens",
-                       wrong=[(1 / measured, "multi-head attention caches more, so the ratio is above 1"),
-                              (c.n_head, "the ratio is H / G: count the key/value heads of each model")],
-                       hint="the cache stores G key heads and G value heads per layer")
+    from ..llama import LlamaBlock, LlamaConfig
+    c = LlamaConfig.smollm2_135m()
+    with torch.device("meta"):
+        block = LlamaBlock(c)
+    ffn = sum(p.numel() for p in block.mlp.parameters())
+    attn = sum(p.numel() for p in block.self_attn.parameters())
+    total = sum(p.numel() for p in block.parameters())
+    return _prediction(answer, ffn / total, (), what="the weights of a LlamaBlock of SmolLM2's configuration", rel=5e-3,
+                       wrong=[(ffn / attn, "the share of the whole block: divide by every weight of the block, not by the attention's"),
+                              (3 * c.d_ff / (3 * c.d_ff + 4 * c.d_model), "grouped-query attention: W_K and W_V have only G * head_dim rows, not D")],
+                       hint="a block holds two RMSNorm gains, W_Q, W_K, W_V, W_O and three SwiGLU matrices")
