@@ -5,7 +5,7 @@ reader who cannot run the widget: a raw ``VBox(children=(...))`` repr (an explor
 say what it is: ``Explorer.describe``) and a progress bar frozen at its first display
 (``training:   0%|  | 0/300``), which looks like a run that never started
 (``llmbook.progress`` saves the final line instead). Notebooks saved before those fixes
-must be executed again; ``STALE`` names the one known exception.
+must be executed again; ``STALE`` names known exceptions (none at present).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
-# 08a: transformers draws its own "Converting and de-quantizing GGUF tensors" bar with a bare
-# tqdm.auto, which neither llmbook.progress nor transformers' progress-bar switch reaches; strict,
-# so the marker has to go when that changes.
-STALE = {"08a_beyond_llama"}
+# Was {"08a_beyond_llama"}: transformers' GGUF loader draws its bar with a bare tqdm.auto, which its
+# progress-bar switch does not reach; chapter 8a now turns that bar off in the loading cell.
+STALE: set[str] = set()
 RAW_WIDGET = re.compile(r"^(VBox|HBox|Box)\(children=")
 BAR_AT_ZERO = re.compile(r"(^|: )\s*0%\||(^|: )0[a-z]* \[00:00, \?")
 
