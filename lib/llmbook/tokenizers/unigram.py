@@ -469,8 +469,11 @@ class Unigram(Tokenizer):
     ) -> "Unigram":  # type: ignore[override]
         """Learn ``vocab_size`` pieces (``<unk>``, ``<s>``, ``</s>`` included) from ``text``.
 
-        ``history``, if given a list, receives one dict per EM/pruning round: vocabulary
-        size, corpus log-likelihood and what happened (for plotting the shrinking).
+        ``history``, if given a list, receives one dict per stage (for plotting the shrinking):
+        ``round`` (0, 1, ...), ``step`` (what made this size: ``"seeds"``, ``"first EM"`` (whose
+        steps drop pieces expected less than half a time), ``"prune + EM"``, or the last,
+        ``"most probable"``, a cut by probability to the target), ``vocab_size`` and the corpus
+        ``log_likelihood`` (None for the seeds).
         """
         check_training_text(text)
         cfg = config or UnigramTrainConfig()
@@ -534,6 +537,8 @@ class Unigram(Tokenizer):
         index = {s: k for k, s in enumerate(vocab)}
         lattice = _build_lattice(word_list, index, cfg.max_piece_len)
         alive = np.ones(len(vocab), dtype=bool)
+        if history is not None:
+            history.append({"round": 0, "step": "seeds", "vocab_size": len(vocab), "log_likelihood": None})
 
         def em_step() -> float:
             nonlocal logp
@@ -558,7 +563,8 @@ class Unigram(Tokenizer):
             restrict()
             n_alive = int(alive.sum())
             if history is not None:
-                history.append({"round": round_no, "vocab_size": n_alive, "log_likelihood": loglik})
+                history.append({"round": round_no + 1, "step": "prune + EM" if round_no else "first EM",
+                                "vocab_size": n_alive, "log_likelihood": loglik})
             bar.update(1)
             bar.set_postfix(vocab=n_alive)
             if n_alive <= cfg.overshoot * target:
@@ -577,7 +583,8 @@ class Unigram(Tokenizer):
         chosen = chars_first[:target] if len(chars_first) > target else chars_first
         chosen.sort(key=lambda k: (-logp[k], vocab[k]))
         if history is not None:
-            history.append({"round": round_no + 1, "vocab_size": len(chosen), "log_likelihood": loglik})
+            history.append({"round": round_no + 2, "step": "most probable", "vocab_size": len(chosen),
+                            "log_likelihood": loglik})
         pieces = [(UNK, 0.0), ("<s>", 0.0), ("</s>", 0.0)] + [(vocab[k], float(logp[k])) for k in chosen]
         return cls(pieces, add_dummy_prefix=cfg.add_dummy_prefix, remove_extra_whitespaces=cfg.remove_extra_whitespaces)
 
