@@ -57,8 +57,11 @@ def test_splits_are_disjoint_seeded_and_sized():
     assert not (keys["train"] & keys["val"] or keys["train"] & keys["test"] or keys["val"] & keys["test"])
     assert s == addition_splits(3, sizes, seed=1) and s != addition_splits(3, sizes, seed=2)
     assert all(len(p.prompt) == 8 for v in s.values() for p in v)
-    with pytest.raises(ValueError, match="sizes ask for"):
-        addition_splits(1, {"train": 40})
+    every = addition_splits(1, {"train": 50, "test": 5}, seed=0)  # all 55 one-digit problems, shuffled
+    keys = [(min(p.a, p.b), max(p.a, p.b)) for v in every.values() for p in v]
+    assert sorted(keys) == [(a, b) for a in range(10) for b in range(a, 10)]
+    with pytest.raises(ValueError, match="sizes ask for 56 problems"):
+        addition_splits(1, {"train": 50, "test": 6})
 
 
 def _decorate(n: int, zeros: int, pre: str, post: str, period: bool, form: str) -> str:

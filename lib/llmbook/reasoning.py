@@ -118,22 +118,23 @@ def addition_splits(digits: int, sizes: dict[str, int], seed: int = 0) -> dict[s
     n = 10 ** digits
     pairs = n * (n + 1) // 2  # unordered pairs, a == b included
     total = sum(sizes.values())
-    if total > pairs // 2:  # rejection sampling below stays fast while at most half the pairs are taken
-        raise ValueError(f"sizes ask for {total} problems; {digits}-digit addition has {pairs} distinct ones, "
-                         f"ask for at most {pairs // 2}")
+    if total > pairs:
+        raise ValueError(f"sizes ask for {total} problems; {digits}-digit addition has only {pairs} distinct ones")
     rng = random.Random(seed)
-    seen: set[tuple[int, int]] = set()
-    out: dict[str, list[Addition]] = {}
-    for split, count in sizes.items():
-        got = []
-        while len(got) < count:
-            a, b = rng.randrange(n), rng.randrange(n)
-            key = (min(a, b), max(a, b))
-            if key not in seen:
-                seen.add(key)
-                got.append(Addition(a, b, digits))
-        out[split] = got
-    return out
+    if total > pairs // 2:  # most of them: shuffle the full list (rejection sampling would crawl)
+        every = [(a, b) if rng.random() < 0.5 else (b, a) for a in range(n) for b in range(a, n)]
+        rng.shuffle(every)
+        draws = iter(every)
+    else:
+        def fresh():
+            seen: set[tuple[int, int]] = set()
+            while True:
+                a, b = rng.randrange(n), rng.randrange(n)
+                if (min(a, b), max(a, b)) not in seen:
+                    seen.add((min(a, b), max(a, b)))
+                    yield a, b
+        draws = fresh()
+    return {split: [Addition(*next(draws), digits) for _ in range(count)] for split, count in sizes.items()}
 
 
 _NUMBER = re.compile(r"[+-]?\d+")
