@@ -10,8 +10,9 @@ are the point:
 - ``PennTreebankTokenizer`` follows the Penn Treebank conventions (Marcus et al. 1993,
   as in NLTK's ``TreebankWordTokenizer``): punctuation is split off, contractions are
   split before the clitic (don't -> do n't, I'm -> I 'm, can't -> ca n't), hyphenated
-  words stay whole (father-in-law), a final period is split off but one inside a word
-  ('e.g.', '3.14') is kept.
+  words stay whole (father-in-law), the final period of each line is split off but one
+  inside a word ('e.g.', '3.14') is kept. The rules assume one sentence per line: a full
+  stop that ends a sentence in the middle of a line stays on its word ('sir.').
 
 Decoding joins words with single spaces, so it is not the inverse of encoding: word
 tokenizers throw away the exact spacing. Unknown words decode to ``<unk>``.
@@ -40,7 +41,8 @@ _TREEBANK_RULES = [
     (regex.compile(r"(^|\s)'(?=\S)"), r"\1' "),  # an opening single quote
     (regex.compile(r"(?i)([^\s])(n't)\b"), r"\1 \2"),  # don't -> do n't, can't -> ca n't
     (regex.compile(r"(?i)([^\s])('(?:s|m|d|ll|re|ve))\b"), r"\1 \2"),  # I'm -> I 'm
-    (regex.compile(r"(?<!\.)\.(\s*[\]\)}\"'”’]*\s*)$"), r" .\1"),  # the final period
+    # the final period of each line: a line is taken as one sentence (the Treebank's input)
+    (regex.compile(r"(?m)(?<!\.)\.([^\S\n]*[\]\)}\"'”’]*[^\S\n]*)$"), r" .\1"),
 ]
 
 
@@ -49,6 +51,8 @@ def treebank_split(text: str) -> list[str]:
 
     >>> treebank_split("the mouse ate the cheese.")
     ['the', 'mouse', 'ate', 'the', 'cheese', '.']
+    >>> treebank_split("Go.\\nthe end.")  # each line is one sentence
+    ['Go', '.', 'the', 'end', '.']
     >>> treebank_split("I don't think my father-in-law can't pay $1,000, e.g. today!")
     ['I', 'do', "n't", 'think', 'my', 'father-in-law', 'ca', "n't", 'pay', '$', '1,000', ',', 'e.g.', 'today', '!']
     """
