@@ -38,25 +38,28 @@ def _ex_04_2(answer, rng, ctx):
                        hint="divide out the mean and the standard deviation of alpha x + c")
 
 
-@_register("04.3", "LayerNorm from scratch", "complete",
-           "def layer_norm(x, eps=1e-5):\n    return NotImplemented  # over the last dimension, no gain or shift")
+@_register("04.3", "RMSNorm from scratch", "complete",
+           "def rms_norm(x, eps=1e-6):\n    return NotImplemented  # over the last dimension, no gain")
 def _ex_04_3(answer, rng, ctx):
-    from ..layers import LayerNorm
+    import torch.nn.functional as F
     def ref(x, eps):
-        with torch.no_grad():
-            return LayerNorm(x.shape[-1], eps=eps).double()(x)
-    cases = [(torch.randn(rng.randint(1, 4), rng.randint(2, 6), rng.randint(2, 12), dtype=torch.float64, generator=_tgen(rng)) * 3 + 1,
-              rng.choice([1e-5, 0.1, 1.0])) for _ in range(4)]
-    def unbiased(x, eps):
-        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=True) + eps)
-    def over_batch(x, eps):
-        return (x - x.mean(0, keepdim=True)) / torch.sqrt(x.var(0, keepdim=True, unbiased=False) + eps)
+        return F.rms_norm(x, (x.shape[-1],), eps=eps)
+    # inputs with a large mean, so that subtracting it (LayerNorm) is visibly wrong
+    cases = [(torch.randn(rng.randint(1, 4), rng.randint(2, 6), rng.randint(2, 12), dtype=torch.float64, generator=_tgen(rng)) * 3 + 2,
+              rng.choice([1e-6, 0.1, 1.0])) for _ in range(4)]
+    def layer_norm(x, eps):
+        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + eps)
     def eps_outside(x, eps):
-        return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True, unbiased=False) + eps)
+        return x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps)
+    def l2_norm(x, eps):
+        return x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps)
+    def over_batch(x, eps):
+        return x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps)
     return _cases(answer, ref, cases, rel=1e-6,
-                  wrong=[(unbiased, "LayerNorm uses the biased variance (divide by D, not D - 1)"),
-                         (over_batch, "normalise each token over its features (the last dimension), not over the batch"),
-                         (eps_outside, "eps goes inside the square root: sqrt(var + eps)")],
+                  wrong=[(layer_norm, "RMSNorm subtracts no mean: divide x by its root mean square only"),
+                         (eps_outside, "eps goes inside the square root: sqrt(mean(x^2) + eps)"),
+                         (l2_norm, "the mean of the squares, not their sum: the output's root mean square is 1, not its length"),
+                         (over_batch, "normalise each token over its features (the last dimension)")],
                   show=lambda a: f"x of shape {tuple(a[0].shape)}, eps={a[1]}")
 
 
@@ -81,11 +84,20 @@ def _ex_04_4(answer, rng, ctx):
                        hint="position i attends to positions 0..i")
 
 
+# views whose BatchNorm change the chapter prints or draws: the explorer's default view (its static
+# figure) and the batches of 2, 8 and 64 padded to 8 (seed 0) printed above it
+SHOWN_04_5 = {(4, 16, 0), (2, 8, 0), (8, 8, 0), (64, 8, 0), (64, 24, 0)}
+
+
 @_register("04.5", "Report BatchNorm's change from the normalisation explorer", "widget",
            "answer = {'batch_size': ..., 'padded_length': ..., 'seed': ..., 'bn_change': ...}")
 def _ex_04_5(answer, rng, ctx):
     from ..viz.norm import norm_stats
     r = _report(answer, ["batch_size", "padded_length", "seed", "bn_change"])
+    settings = (int(r["batch_size"]), int(r["padded_length"]), int(r["seed"]))
+    if settings in SHOWN_04_5:
+        raise _Fail(f"batch {settings[0]}, padded to {settings[1]}, seed {settings[2]} is a view the chapter already shows",
+                    "move the sliders to settings of your own (the default view and section 2's printed batches are taken)")
     s = norm_stats(int(r["batch_size"]), int(r["padded_length"]), int(r["seed"]))
     got = float(r["bn_change"])
     if abs(got - s["bn_change"]) <= 0.0015:
