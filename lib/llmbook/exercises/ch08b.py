@@ -21,18 +21,21 @@ def _routing(rng: random.Random):
     return f, P, probs, idx, n
 
 
-@_register("08b.1", "The load-balancing loss", "derive",
-           "def aux_loss(f, P):\n    return NotImplemented  # f, P: lists, one entry per expert")
+@_register("08b.1", "Where the balancing loss pushes the router", "derive",
+           "def aux_grad(f, P):\n    return NotImplemented  # one entry per expert")
 def _ex_08b_1(answer, rng, ctx):
     from ..moe import load_balancing_loss
     cases, refs = [], {}
     for _ in range(5):
         f, P, probs, idx, n = _routing(rng)
-        cases.append((f, P)); refs[id(f)] = float(load_balancing_loss(probs, idx, n))
+        # the library's loss, differentiated by autograd with respect to the mean probabilities P
+        P_leaf = torch.tensor(P, dtype=torch.float64, requires_grad=True)
+        load_balancing_loss(P_leaf.expand(len(idx), n), idx, n).backward()
+        cases.append((f, P)); refs[id(f)] = P_leaf.grad.tolist()
     return _cases(answer, lambda f, P: refs[id(f)], cases, rel=1e-5,
-                  wrong=[(lambda f, P: sum(a * b for a, b in zip(f, P)), "multiply by the number of experts n, so that balanced routing gives 1"),
-                         (lambda f, P: sum(a * b for a, b in zip(f, P)) / len(f), "it is n times the sum, not the mean"),
-                         (lambda f, P: len(f) * sum(a * a for a in f), "use the router's mean probabilities P as the second factor")],
+                  wrong=[(lambda f, P: [2 * len(f) * p for p in P], "f is counted from hard decisions: it is a constant, not a function of P"),
+                         (lambda f, P: [len(f) * p for p in P], "the derivative of f_i P_i with respect to P_i is f_i"),
+                         (lambda f, P: list(f), "keep the factor n in front of the sum")],
                   show=lambda a: f"f={[round(x, 3) for x in a[0]]}, P={[round(x, 3) for x in a[1]]}")
 
 
@@ -90,19 +93,26 @@ def _ex_08b_3(answer, rng, ctx):
                        hint="answer 'zero' or 'nonzero' for each gate")
 
 
-@_register("08b.4", "The kNN-LM alone", "predict",
-           "answer = ...  # the loss at lambda = 1 when some true token has no neighbour: a number or 'inf'")
+@_register("08b.4", "The kNN temperature's two limits", "predict",
+           "answer = {'small_tau': ..., 'large_tau': ...}  # 'nearest', 'votes' or 'uniform'")
 def _ex_08b_4(answer, rng, ctx):
-    from ..retrieval import mixture_loss
-    n = rng.randint(5, 50)
+    from ..retrieval import knn_distribution
+    if isinstance(answer, dict) and any(_is_placeholder(v) for v in answer.values()):
+        raise _NotAttempted()
+    M, K, V = rng.randint(3, 20), rng.randint(3, 12), rng.randint(5, 30)
     g = _tgen(rng)
-    lm = -torch.rand(n, generator=g, dtype=torch.float64) * 3
-    knn = -torch.rand(n, generator=g, dtype=torch.float64) * 3
-    knn[rng.randrange(n)] = -math.inf  # no neighbour stored the true next token here
-    measured = mixture_loss(lm, knn, 1.0)
-    if isinstance(answer, str) and answer.strip().lower() in ("inf", "infinity", "+inf"):
-        answer = math.inf
-    return _prediction(answer, measured, (n,), what=f"mixture_loss on {n} fresh positions",
-                       wrong=[(0, "a probability of exactly 0 has log-loss -log 0"),
-                              (float(-lm.mean()), "at lambda = 1 the language model gets no weight at all")],
-                       hint="what is -log p for p = 0?")
+    dist = torch.rand(M, K, generator=g).add(0.5).sort(1).values * rng.uniform(1, 50)   # distinct, nearest first
+    vals = torch.randint(0, V, (M, K), generator=g)
+    forms = {"nearest": torch.nn.functional.one_hot(vals[:, 0], V).float(),
+             "votes": torch.zeros(M, V).scatter_add_(1, vals, torch.full((M, K), 1.0 / K)),
+             "uniform": torch.full((M, V), 1.0 / V)}
+    def which(tau):
+        p = knn_distribution(dist, vals, V, tau)
+        return next((name for name, q in forms.items() if torch.allclose(p, q, atol=1e-3)), "neither")
+    measured = {"small_tau": which(1e-4), "large_tau": which(1e6)}
+    return _prediction(answer, measured, (M, K, V), what=f"knn_distribution on {M} fresh queries of {K} neighbours",
+                       wrong=[({"small_tau": "votes", "large_tau": "nearest"}, "a small temperature sharpens the softmax of -d / tau"),
+                              ({"small_tau": "nearest", "large_tau": "uniform"},
+                               "only the K neighbours vote: a character none of them stored gets nothing at any temperature")],
+                       hint="write the weights softmax(-d / tau) for tau near 0 and for tau very large")
+
