@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> dict:
         if step % 10 == 0 or step == args.grpo_steps - 1:
             print(f"GRPO step {step:4d}: mean reward {rewards.mean():.3f}, groups all-equal {flat:.2f}, "
                   f"kl {float(out.kl):.4f} {clock()}", flush=True)
-    after = evaluate(model, vocab, held, args.samples, args.samples, max_new, seed=args.seed + 1)
+    # --grpo-steps 0 (choosing the SFT budget): the model is unchanged, so is its score
+    after = evaluate(model, vocab, held, args.samples, args.samples, max_new, seed=args.seed + 1) if history else before
     print(f"after GRPO on {args.split}: {after} {clock()}", flush=True)
     result = {"meta": {"command": "python scripts/grpo_feasibility.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                        "seed": args.seed, "split": args.split, "steps": {"sft": args.sft_steps, "grpo": args.grpo_steps},
