@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ._core import CHAPTERS, EXERCISES, Exercise, KINDS, Verdict, Wrong, check, list_exercises
 # one module per chapter; importing it registers its checkers (in book order)
-from . import ch00, ch01a, ch01b, ch01c, ch02, ch02b, ch03, ch03b, ch04, ch05, ch06a, ch06b, ch06c, ch07, ch07b, ch08a, ch08b, ch08c, ch08d, ch08e, ch08f, ch09  # noqa: F401
+from . import ch00, ch01a, ch01b, ch01c, ch02, ch02b, ch03, ch03b, ch04, ch05, ch06a, ch06b, ch06c, ch07, ch07b, ch08a, ch08b, ch08c, ch08d, ch08e, ch08f, ch08g, ch09  # noqa: F401
 from .ch00 import ALPHA_EN
 
 __all__ = ["Verdict", "Exercise", "EXERCISES", "check", "list_exercises"]

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 
 KINDS = ("derive", "complete", "predict", "widget")
-CHAPTERS = ("00", "01a", "01b", "01c", "02", "02b", "03", "03b", "04", "05", "06a", "06b", "06c", "07", "07b", "08a", "08b", "08c", "08d", "08e", "08f", "09")
+CHAPTERS = ("00", "01a", "01b", "01c", "02", "02b", "03", "03b", "04", "05", "06a", "06b", "06c", "07", "07b", "08a", "08b", "08c", "08d", "08e", "08f", "08g", "09")
 
 
 @dataclass(frozen=True)
