@@ -69,7 +69,7 @@ def _tiny_bert(rng: random.Random, P: int = 512):
 
 
 @_register("07.4", "Inputs longer than the position table", "predict",
-           "answer = ...  # the output length for 600 tokens with truncate=True (512 positions)")
+           "answer = ...  # an int: the length of the output sequence (its size along T)")
 def _ex_07_4(answer, rng, ctx):
     bert = _tiny_bert(rng)
     ids = torch.randint(1, 50, (1, 600), generator=_tgen(rng))
@@ -82,7 +82,7 @@ def _ex_07_4(answer, rng, ctx):
 
 
 @_register("07.5", "A segment id of 2", "predict",
-           "answer = ...  # the name of the exception the book's Bert raises")
+           "answer = ...  # a string: an exception's name, or 'no error'")
 def _ex_07_5(answer, rng, ctx):
     bert = _tiny_bert(rng, 64)
     T = rng.randint(3, 20)
