@@ -4,7 +4,7 @@ Each module holds the final version of one concept that a chapter derives step b
 step: ``tokenizers`` (chapter 1), ``rnn`` (2), ``attention`` (3), ``layers`` and
 ``transformer`` (4), ``positional`` (5), ``gpt``, ``sampling``, ``train``, ``flops``
 and ``compression`` (6), ``bert`` (the model; ``bert_data`` its pre-training data,
-``bert_finetune`` fine-tuning) (7), ``llama``, ``moe``, ``retrieval``,
+``bert_finetune`` fine-tuning) (7), ``llama``, ``moe``, ``retrieval``, ``rag``,
 ``sparse_attention``, ``scaling`` and ``parallel`` (8).
 ``device``, ``data``, ``checkpoint`` (safetensors IO for every model) and ``atomic``
 are shared by every chapter; ``exercises`` holds the exercise checkers (one module per
