@@ -656,15 +656,11 @@ def _prefix(pattern, n, shift=1):
     return total / count
 
 
-def _patch(x, clean, pos):
-    x = x.clone()
-    x[:, pos] = clean[:, pos]
-    return x
-
-
-def _patch_in_place(x, clean, pos):
-    x[:, pos] = clean[:, pos]
-    return x
+def _patch(z, clean, head, axis=2, in_place=False):
+    z = z if in_place else z.clone()
+    if head < z.shape[axis]:
+        z.select(axis, head).copy_(clean.select(axis, head))
+    return z
 
 
 def _uniform_prefix(T, n):
@@ -676,7 +672,8 @@ WRONG.update({
     "08e.1": [lambda h: _silence(h, axis=1), lambda h: _silence(h, in_place=True),  # a position, not a head; in place
               lambda h: (lambda z, name: torch.zeros_like(z))],  # every head
     "08e.2": [lambda p, n: _prefix(p, n, shift=0), lambda p, n: p.diagonal(-1, dim1=-2, dim2=-1).mean((0, 2))],
-    "08e.3": [_patch_in_place, lambda x, c, p: c.clone(), lambda x, c, p: torch.cat([x[:, :p], c[:, p:]], 1)],
+    "08e.3": [lambda z, c, h: _patch(z, c, h, in_place=True), lambda z, c, h: c.clone(),  # in place; everything
+              lambda z, c, h: _patch(z, c, h, axis=1), lambda z, c, h: _patch(z, c, h, axis=3)],  # a position; the head size
     "08e.4": [lambda T, n: 1.0 / T, lambda T, n: 1.0 / n, lambda T, n: 1.0 / (T - n + 1)],
 })
 

@@ -88,34 +88,39 @@ def _ex_08e_2(answer, rng, ctx):
                   show=lambda a: f"pattern of shape {tuple(a[0].shape)}, n={a[1].tolist()}")
 
 
-@_register("08e.3", "One patching step", "complete",
-           "def patch_position(x, clean, pos):\n    return NotImplemented  # x, clean: (B, T, C); pos: int")
+@_register("08e.3", "Patch one head", "complete",
+           "def patch_head(z, clean, head):\n    return NotImplemented  # z, clean: (B, T, H, D); head: int")
 def _ex_08e_3(answer, rng, ctx):
     cases = []
     for _ in range(5):
-        B, T, C = rng.randint(1, 4), rng.randint(3, 9), rng.randint(2, 6)
+        B, T, H, D = rng.randint(1, 4), rng.randint(2, 7), rng.randint(2, 6), rng.randint(2, 5)
         g = _tgen(rng)
-        cases.append((torch.randn(B, T, C, generator=g), torch.randn(B, T, C, generator=g), rng.randrange(T)))
+        cases.append((torch.randn(B, T, H, D, generator=g), torch.randn(B, T, H, D, generator=g), rng.randrange(H)))
 
-    def ref(x, clean, pos):
-        out = x.clone()
-        out[:, pos] = clean[:, pos]
+    def ref(z, clean, head):
+        out = z.clone()
+        out[:, :, head] = clean[:, :, head]
         return out
 
-    def guarded(x, clean, pos):  # the reader's function must leave x as it was
-        before = x.clone()
-        out = _call(answer, x, clean, pos)
-        if not torch.equal(x, before):
-            raise _Fail("your function changed x in place",
-                        "copy first (x = x.clone()): in a hook, x may be held by a cache or by the next hook")
+    def guarded(z, clean, head):  # the reader's function must leave z as it was
+        before = z.clone()
+        out = _call(answer, z, clean, head)
+        if not torch.equal(z, before):
+            raise _Fail("your function changed z in place",
+                        "copy first (z = z.clone()): in a hook, z may be held by a cache or by the next hook")
+        return out
+
+    def at(z, clean, head, axis):
+        out = z.clone()
+        if head < z.shape[axis]:
+            out.select(axis, head).copy_(clean.select(axis, head))
         return out
     return _cases(guarded, ref, cases,
-                  wrong=[(lambda x, c, p: c.clone(), "paste only the one position, not the whole clean stream"),
-                         (lambda x, c, p: torch.cat([x[:, :p], c[:, p:]], 1), "paste position pos only, not everything after it"),
-                         (lambda x, c, p: ref(x.transpose(0, 1), c.transpose(0, 1), p).transpose(0, 1) if p < x.shape[0]
-                          else x, "positions are the second index: x[:, pos], not x[pos]")],
-                  hint="return a copy of x whose position pos (in every row of the batch) is taken from clean",
-                  show=lambda a: f"x and clean of shape {tuple(a[0].shape)}, pos={a[2]}")
+                  wrong=[(lambda z, c, h: c.clone(), "paste the one head only, not the whole clean output"),
+                         (lambda z, c, h: at(z, c, h, 1), "heads are the third index: z[:, :, head], not z[:, head] (a position)"),
+                         (lambda z, c, h: at(z, c, h, 3), "heads are the third index: z[:, :, head]; the last one is the head size")],
+                  hint="return a copy of z whose head `head` (at every position, in every row) is taken from clean",
+                  show=lambda a: f"z and clean of shape {tuple(a[0].shape)}, head={a[2]}")
 
 
 @_register("08e.4", "What uniform attention scores", "derive",
