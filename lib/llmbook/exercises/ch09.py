@@ -116,10 +116,10 @@ def _multi_lora_ref(rng):
 
     def ref(x, W, b, A, B, adapter, alpha):
         K, r, d_in = A.shape
-        out = torch.empty(len(x), W.shape[0])
+        out = torch.empty(len(x), W.shape[0], dtype=x.dtype)
         with torch.no_grad(), _seeded(rng):
             for k in range(K):
-                layer = LoRALinear(nn.Linear(d_in, W.shape[0]), r=r, alpha=alpha)
+                layer = LoRALinear(nn.Linear(d_in, W.shape[0]), r=r, alpha=alpha).to(x.dtype)
                 layer.base.weight.copy_(W)
                 layer.base.bias.copy_(b)
                 layer.lora_A.copy_(A[k])
@@ -139,9 +139,9 @@ def _ex_09_3(answer, rng, ctx):
         N, d_in, d_out, K, r = rng.randint(4, 9), rng.randint(3, 10), rng.randint(2, 9), rng.randint(2, 4), rng.randint(2, 4)
         alpha = float(rng.choice([1, 4, 8, 16, 32]))
         adapter = torch.tensor([k % K for k in range(N)])[torch.randperm(N, generator=g)]  # every adapter used
-        cases.append((torch.randn(N, d_in, generator=g), torch.randn(d_out, d_in, generator=g),
-                      torch.randn(d_out, generator=g), torch.randn(K, r, d_in, generator=g),
-                      torch.randn(K, d_out, r, generator=g), adapter, alpha))
+        f64 = dict(generator=g, dtype=torch.float64)  # float32 rounding of large terms that cancel failed atol 1e-6
+        cases.append((torch.randn(N, d_in, **f64), torch.randn(d_out, d_in, **f64), torch.randn(d_out, **f64),
+                      torch.randn(K, r, d_in, **f64), torch.randn(K, d_out, r, **f64), adapter, alpha))
 
     def update(x, A, B, adapter):  # (N, d_out): B A x of each row, with the row's own adapter
         return (B[adapter] @ (A[adapter] @ x[:, :, None]))[:, :, 0]
