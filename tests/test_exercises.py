@@ -938,29 +938,35 @@ def _grade_reply(answer, gold, names):
     return not any(f" {n} " in a for n in map(words, names) if n and n != g and f" {n} " not in f" {g} ")
 
 
-def _term_score(tf, dl, avgdl, N, n, k1=1.5, b=0.75):
-    return math.log(1 + (N - n + 0.5) / (n + 0.5)) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+def _fuse(rankings, k=60):
+    score = {}
+    for ranking in rankings:
+        for r, i in enumerate(ranking, 1):
+            score[i] = score.get(i, 0.0) + 1.0 / (k + r)
+    return sorted(score, key=lambda i: (-score[i], i))
 
 
-SOLUTIONS.update({"08g.1": _grade_reply, "08g.2": _term_score, "08g.3": {"scores": "double", "ranking": "same"}})
+def _recall_curve(ranks, kmax):
+    return [sum(r is not None and r <= k for r in ranks) / len(ranks) for k in range(1, kmax + 1)]
+
+
+SOLUTIONS.update({"08g.1": _fuse, "08g.2": _recall_curve, "08g.3": {"scores": "double", "ranking": "same"}})
 WRONG.update({
-    "08g.1": [lambda a, g, names: g.lower() in a.lower(),                                  # substrings count
-              lambda a, g, names: a.strip() == g,                                           # exact match only
-              lambda a, g, names: _grade_reply(a, g, ())],                                  # lists of guesses pass
-    "08g.2": [lambda tf, dl, avgdl, N, n, k1=1.5, b=0.75: math.log((N - n + 0.5) / (n + 0.5)) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)),
-              lambda tf, dl, avgdl, N, n, k1=1.5, b=0.75: math.log(1 + (N - n + 0.5) / (n + 0.5)) * tf,
-              lambda tf, dl, avgdl, N, n, k1=1.5, b=0.75: math.log(1 + (N - n + 0.5) / (n + 0.5)) * tf * (k1 + 1) / (tf + k1)],
+    "08g.1": [lambda rankings, k=60: sorted({i for r in rankings for i in r}),                      # ids in order
+              lambda rankings, k=60: [i for i in rankings[0]] + [i for r in rankings[1:] for i in r if i not in rankings[0]],
+              lambda rankings, k=60: sorted({i for r in rankings for i in r},                      # ranks from 0
+                                            key=lambda i: (-sum(1 / (k + r.index(i)) for r in rankings if i in r), i))],
+    "08g.2": [lambda ranks, kmax: [sum(r is not None and r < k for r in ranks) / len(ranks) for k in range(1, kmax + 1)],
+              lambda ranks, kmax: [sum(r == k for r in ranks) / len(ranks) for k in range(1, kmax + 1)]],
     "08g.3": [{"scores": "same", "ranking": "same"}, {"scores": "other", "ranking": "changes"},
               {"scores": "double", "ranking": "changes"}],
 })
 
 
-def test_08g_term_score_is_the_library_bm25():
-    from llmbook.retrieval import BM25Index
-    passages = ["w w x y", "w z", "z z z", "q r s t u v"]
-    bm = BM25Index(passages, k1=1.2, b=0.6)
-    avgdl = sum(len(p.split()) for p in passages) / 4
-    assert float(bm.scores("w")[0, 0]) == pytest.approx(_term_score(2, 4, avgdl, 4, 2, 1.2, 0.6), rel=1e-12)
+def test_08g_fusion_of_one_ranking_keeps_its_order():
+    assert _fuse([[7, 3, 9]]) == [7, 3, 9]
+    assert _fuse([[1, 2], [2, 1]]) == [1, 2]                    # a tie: the smaller id first
+    assert _fuse([[5, 1], [1, 6]], k=1) == [1, 5, 6]            # 1/3 + 1/2 beats 1/2
 
 
 def test_08g_grader_reference_is_the_library():

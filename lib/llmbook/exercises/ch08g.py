@@ -2,90 +2,94 @@
 
 from __future__ import annotations
 
-import math
 import random
 
 from ._core import _cases, _prediction, _register, _Result
 
-_NAMES = ["HERMIA", "LYSANDER", "DUKE SENIOR", "DUKE FREDERICK", "ROSALIND", "CELIA", "LE BEAU", "PUCK",
-          "BOTTOM", "FIRST LORD", "JAQUES", "TOUCHSTONE"]
+def _rrf_ref(rankings, k=60):
+    """Reciprocal-rank fusion: each id scores the sum over rankings of 1 / (k + its rank, from 1)."""
+    score: dict = {}
+    for ranking in rankings:
+        for r, i in enumerate(ranking, 1):
+            score[i] = score.get(i, 0.0) + 1.0 / (k + r)
+    return sorted(score, key=lambda i: (-score[i], i))
 
 
-def _answer_cases(rng: random.Random) -> list[tuple]:
-    """Fresh (answer, gold, names) triples covering what the grader forgives and what it does not."""
-    names = rng.sample(_NAMES, 6) + ["DUKE SENIOR", "DUKE FREDERICK"]
-    names = sorted(set(names))
+def _rrf_cases(rng: random.Random) -> list[tuple]:
+    """Fresh rankings (lists of passage ids, best first) that overlap in part; some with ties."""
     cases = []
-    for _ in range(10):
-        gold = rng.choice(names)
-        other = rng.choice([n for n in names if n != gold])
-        pretty = rng.choice([gold, gold.title(), gold.lower()])
-        kind = rng.randrange(7)
-        answer = [f"{pretty}", f"The character is {pretty}.", f"{pretty}!", f"{pretty} or {other.title()}",
-                  f"{other.title()}", f"{pretty}s", f"  {pretty.upper()}:  "][kind]
-        cases.append((answer, gold, tuple(names)))
-    cases.append(("Duke Senior", "DUKE SENIOR", ("DUKE", "DUKE SENIOR", "CELIA")))  # a candidate inside the gold name
-    cases.append(("Duke", "DUKE SENIOR", ("DUKE", "DUKE SENIOR", "CELIA")))          # half the name is not the name
-    cases.append(("Hermione", "HERMIA", ("HERMIA", "CELIA")))                      # whole words only
-    cases.append(("Celia, or else Rosalind", "CELIA", ("CELIA", "ROSALIND")))      # a list of guesses
+    for _ in range(8):
+        pool = rng.sample(range(100), rng.randint(5, 12))
+        rankings = tuple(tuple(rng.sample(pool, rng.randint(2, len(pool)))) for _ in range(rng.randint(2, 3)))
+        cases.append((rankings, rng.choice([1, 5, 60])))
+    a, b = rng.sample(range(100), 2)
+    cases.append((((a, b), (b, a)), 60))                      # a tie: the smaller id first
     rng.shuffle(cases)
     return cases
 
 
-@_register("08g.1", "A tolerant grader", "complete",
-           "def grade(answer, gold, names):\n    return NotImplemented  # True or False")
+@_register("08g.1", "Reciprocal-rank fusion", "complete",
+           "def fuse(rankings, k=60):\n    return NotImplemented  # a list of ids, best first")
 def _ex_08g_1(answer, rng, ctx):
-    from ..rag import grade_answer
+    def from_zero(rankings, k=60):  # ranks counted from 0
+        s: dict = {}
+        for ranking in rankings:
+            for r, i in enumerate(ranking):
+                s[i] = s.get(i, 0.0) + 1.0 / (k + r)
+        return sorted(s, key=lambda i: (-s[i], i))
 
-    def ref(a, g, names):
-        return grade_answer(a, g, names)
+    def best_rank(rankings, k=60):  # the best single rank, not a sum
+        s: dict = {}
+        for ranking in rankings:
+            for r, i in enumerate(ranking, 1):
+                s[i] = max(s.get(i, 0.0), 1.0 / (k + r))
+        return sorted(s, key=lambda i: (-s[i], i))
 
-    def substring(a, g, names):  # gold anywhere, even inside a word
-        return g.lower() in a.lower()
-
-    def no_others(a, g, names):  # whole words, but a list of guesses passes
-        return f" {' '.join(g.lower().split())} " in " " + " ".join("".join(c if c.isalpha() else " " for c in a.lower()).split()) + " "
-
-    def exact(a, g, names):
-        return a.strip() == g
-    return _cases(answer, ref, _answer_cases(rng),
-                  wrong=[(exact, "the model writes 'Rosalind' or 'The character is Rosalind.'; forgive case, punctuation and extra words"),
-                         (substring, "match whole words: 'Hermione' does not name HERMIA"),
-                         (no_others, "an answer that also names another candidate (a list of guesses) is not an answer; "
-                                     "a candidate inside the gold name (DUKE in DUKE SENIOR) does not count against it")],
-                  hint="lower-case, keep letters only, compare words; then reject answers naming another candidate",
-                  show=lambda a: f"answer={a[0]!r}, gold={a[1]!r}, names={list(a[2])}")
+    def no_ties(rankings, k=60):  # ties left in order of first appearance
+        s: dict = {}
+        for ranking in rankings:
+            for r, i in enumerate(ranking, 1):
+                s[i] = s.get(i, 0.0) + 1.0 / (k + r)
+        return sorted(s, key=lambda i: -s[i])
+    return _cases(answer, _rrf_ref, _rrf_cases(rng),
+                  wrong=[(from_zero, "the first place is rank 1: its share is 1 / (k + 1)"),
+                         (best_rank, "an id found by both rankings adds both shares: sum over rankings"),
+                         (no_ties, "break a tie in the fused score by the smaller id")],
+                  hint="add 1 / (k + rank) for every ranking an id appears in (rank 1 = first); sort by that sum, "
+                       "highest first, smaller id first on a tie",
+                  show=lambda a: f"rankings={[list(r) for r in a[0]]}, k={a[1]}")
 
 
-@_register("08g.2", "One word's share of a BM25 score", "derive",
-           "def term_score(tf, dl, avgdl, N, n, k1=1.5, b=0.75):\n    return NotImplemented  # a float")
+def _recall_ref(ranks, kmax):
+    """recall@1..kmax from the rank (1 = first) of each question's gold passage, None when not retrieved."""
+    return [sum(r is not None and r <= k for r in ranks) / len(ranks) for k in range(1, kmax + 1)]
+
+
+@_register("08g.2", "Recall at k from ranks", "complete",
+           "def recall_curve(ranks, kmax):\n    return NotImplemented  # [recall@1, ..., recall@kmax]")
 def _ex_08g_2(answer, rng, ctx):
-    from ..retrieval import BM25Index
+    cases = []
+    for _ in range(6):
+        n, depth = rng.randint(5, 30), rng.randint(3, 8)
+        ranks = tuple(rng.choice([None] + list(range(1, depth + 1))) for _ in range(n))
+        cases.append((ranks, rng.randint(1, depth + 2)))
+    cases.append(((None, None, None), 3))
 
-    indexes, cases = {}, []
-    for _ in range(5):
-        # a fresh corpus: passage 0 holds the word "w" tf times in dl words; n - 1 other passages hold it once
-        N, n = rng.randint(8, 40), rng.randint(1, 6)
-        tf, dl = rng.randint(1, 4), rng.randint(5, 12)
-        passages = [" ".join(["w"] * tf + ["x"] * (dl - tf))]
-        passages += [" ".join(["w"] + ["y"] * rng.randint(1, 12)) for _ in range(n - 1)]
-        passages += [" ".join(["z"] * rng.randint(2, 14)) for _ in range(N - n)]
-        avgdl = sum(len(p.split()) for p in passages) / N
-        case = (tf, dl, avgdl, N, n, round(rng.uniform(0.8, 2.0), 2), round(rng.uniform(0.3, 0.9), 2))
-        indexes[case] = BM25Index(passages, k1=case[5], b=case[6])
-        cases.append(case)
+    def zero_based(ranks, kmax):
+        return [sum(r is not None and r < k for r in ranks) / len(ranks) for k in range(1, kmax + 1)]
 
-    def measured(tf, dl, avgdl, N, n, k1=1.5, b=0.75):  # the library's score of passage 0 for the query "w"
-        return float(indexes[(tf, dl, avgdl, N, n, k1, b)].scores("w")[0, 0])
-    return _cases(answer, measured, cases, rel=1e-6,
-                  wrong=[(lambda tf, dl, avgdl, N, n, k1=1.5, b=0.75: math.log((N - n + 0.5) / (n + 0.5)) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)),
-                          "that is the original idf, which turns negative for common words; the book's has 1 + inside the log"),
-                         (lambda tf, dl, avgdl, N, n, k1=1.5, b=0.75: math.log(1 + (N - n + 0.5) / (n + 0.5)) * tf,
-                          "the count saturates: tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl)), not tf"),
-                         (lambda tf, dl, avgdl, N, n, k1=1.5, b=0.75: math.log(1 + (N - n + 0.5) / (n + 0.5)) * tf * (k1 + 1) / (tf + k1),
-                          "long passages are discounted: multiply k1 by (1 - b + b dl / avgdl)")],
-                  hint="idf(w) times the saturated, length-normalised count",
-                  show=lambda a: f"tf={a[0]}, dl={a[1]}, avgdl={a[2]:.4g}, N={a[3]}, n={a[4]}, k1={a[5]}, b={a[6]}")
+    def over_found(ranks, kmax):
+        found = [r for r in ranks if r is not None] or [0]
+        return [sum(0 < r <= k for r in found) / len(found) for k in range(1, kmax + 1)]
+
+    def exactly_k(ranks, kmax):
+        return [sum(r == k for r in ranks) / len(ranks) for k in range(1, kmax + 1)]
+    return _cases(answer, _recall_ref, cases,
+                  wrong=[(zero_based, "rank 1 is the first place: the gold passage is in the top k when rank <= k"),
+                         (over_found, "divide by all questions: a gold passage not retrieved is a miss, not left out"),
+                         (exactly_k, "recall@k counts the gold passage anywhere in the top k, not only at place k")],
+                  hint="recall@k = (questions whose gold rank is not None and <= k) / (all questions)",
+                  show=lambda a: f"ranks={list(a[0])}, kmax={a[1]}")
 
 
 @_register("08g.3", "Ask BM25 twice", "predict",
@@ -107,7 +111,8 @@ def _ex_08g_3(answer, rng, ctx):
         scores = "other"
     ranking = "same" if [h.index for h in bm.search(q, k=len(bm))[0]] == [h.index for h in bm.search(f"{q} {q}", k=len(bm))[0]] else "changes"
     return _prediction(answer, {"scores": scores, "ranking": ranking}, (q,), what=f"BM25 on {len(passages)} fresh passages",
-                       wrong=[({"scores": "same", "ranking": "same"}, "BM25 saturates the count of a word in the passage (k1), "
-                                                                      "not in the query: each query word occurrence adds its term once more"),
+                       wrong=[({"scores": "same", "ranking": "same"}, "the book's BM25 (and Lucene's) saturates the count of a word in the "
+                                                                      "passage (k1) only; each query word occurrence adds its term once more "
+                                                                      "(Robertson's full BM25 also saturates query counts, with k3)"),
                               ({"scores": "other", "ranking": "changes"}, "every passage's score is a sum over query words")],
-                       hint="write score(q, d) as a sum over the query's words")
+                       hint="write the book's score(q, d) as a sum over the query's words, each occurrence counted")
