@@ -26,6 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
+from llmbook.checkpoint import load_state_checked, read_tensors, write_tensors  # noqa: E402
 from llmbook.charvocab import CharVocab  # noqa: E402
 from llmbook.gpt import GPT, GPTConfig  # noqa: E402
 from llmbook.post_training import sft_example, sft_train  # noqa: E402
@@ -99,7 +100,8 @@ def main(argv: list[str] | None = None) -> dict:
           f"{held[0].prompt}{held[0].target(args.scratchpad)!r}; {model.num_parameters():,} parameters", flush=True)
 
     if args.load_sft:
-        model.load_state_dict(torch.load(args.load_sft, weights_only=True))
+        tensors, _ = read_tensors(args.load_sft, name="--load-sft")   # safetensors: no pickle
+        load_state_checked(model, tensors)
         sft_losses = []
     else:
         examples = [sft_example(vocab.encode(p.prompt), vocab.encode(p.target(args.scratchpad))) for p in splits["train"]]
@@ -107,7 +109,9 @@ def main(argv: list[str] | None = None) -> dict:
                                seed=args.seed, min_lr=args.sft_lr / 10)
         print(f"SFT {args.sft_steps} steps: loss {sft_losses[0]:.3f} -> {sft_losses[-1]:.3f} {clock()}", flush=True)
         if args.save_sft:
-            torch.save(model.state_dict(), args.save_sft)
+            # safetensors, written atomically; tied weights are cloned so each name owns its storage
+            write_tensors(args.save_sft, {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()},
+                          name="--save-sft")
     before = evaluate(model, vocab, held, args.samples, args.samples, max_new, seed=args.seed + 1)
     print(f"after SFT on {args.split}: {before} {clock()}", flush=True)
 
